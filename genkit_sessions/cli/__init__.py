@@ -1,0 +1,1 @@
+"""The ``genkit-sessions`` command line."""

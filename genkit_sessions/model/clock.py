@@ -1,0 +1,55 @@
+"""Timestamps in Genkit's wire form: ISO-8601 strings in UTC."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+
+__all__ = ["Clock", "MonotonicStamper", "format_timestamp", "parse_timestamp", "utc_now"]
+
+Clock = Callable[[], datetime]
+"""A function returning the current time as an aware datetime."""
+
+
+def utc_now() -> datetime:
+    """The current time in UTC."""
+    return datetime.now(timezone.utc)
+
+
+def format_timestamp(moment: datetime) -> str:
+    """``2026-11-29T23:06:05.123456Z``: fixed width, so the strings sort chronologically."""
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_timestamp(text: str) -> datetime:
+    """Parse an ISO-8601 timestamp (``Z`` or an offset; naive means UTC).
+
+    Raises ``ValueError`` naming the text when it is not a timestamp.
+    """
+    value = text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"{text!r} is not an ISO-8601 timestamp") from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+
+
+class MonotonicStamper:
+    """Hands out wire timestamps that strictly increase, even within one microsecond.
+
+    Stores use it so that "most recently created" is never a tie within one store.
+    """
+
+    def __init__(self, clock: Clock = utc_now) -> None:
+        self._clock = clock
+        self._last: datetime | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> str:
+        with self._lock:
+            moment = self._clock()
+            if self._last is not None and moment <= self._last:
+                moment = self._last + timedelta(microseconds=1)
+            self._last = moment
+            return format_timestamp(moment)

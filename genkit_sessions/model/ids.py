@@ -1,0 +1,51 @@
+"""Snapshot and session ids: validation shared by every store, and minting.
+
+An id is a non-empty string of at most 512 UTF-8 bytes with no control
+characters and not only whitespace. The same limits hold in every store, so
+data can move between them. Minted ids are UUID4 strings.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from genkit_sessions.errors import GenkitError, Reason, Status
+
+__all__ = ["MAX_ID_BYTES", "id_problem", "mint_id", "validate_id"]
+
+MAX_ID_BYTES = 512
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def mint_id() -> str:
+    """A new random id (UUID4)."""
+    return str(uuid.uuid4())
+
+
+def id_problem(value: object) -> str | None:
+    """What is wrong with ``value`` as an id, or None when it is valid."""
+    if not isinstance(value, str):
+        return f"must be a string, got {type(value).__name__}"
+    if not value.strip():
+        return "must not be empty or whitespace-only"
+    if len(value) > MAX_ID_BYTES // 4 and len(value.encode("utf-8")) > MAX_ID_BYTES:
+        return f"is {len(value.encode('utf-8'))} UTF-8 bytes long; the limit is {MAX_ID_BYTES}"
+    match = _CONTROL.search(value)
+    if match:
+        return f"contains the control character U+{ord(match.group()):04X} at index {match.start()}"
+    return None
+
+
+def validate_id(value: object, field: str, reason: Reason) -> str:
+    """Return ``value`` when it is a valid id; raise INVALID_ARGUMENT naming ``field`` otherwise."""
+    problem = id_problem(value)
+    if problem is not None:
+        shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"{field} {shown} {problem}; pass a non-empty id of at most {MAX_ID_BYTES} UTF-8 bytes "
+            "without control characters",
+            reason=reason,
+        )
+    return value  # type: ignore[return-value]

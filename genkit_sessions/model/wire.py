@@ -1,0 +1,278 @@
+"""Genkit's camelCase JSON wire format, owned by one cattrs converter.
+
+``from_wire`` decodes strictly (wrong types are errors, not coerced) and keeps
+every key it does not know in the object's ``extra`` mapping; ``to_wire``
+writes those keys back, so ``to_wire(from_wire(cls, data)) == data`` for any
+Genkit JSON. A key whose value is ``null`` reads as absent, as Genkit's own
+schemas treat it. :class:`AgentInit` is the exception to keeping unknown keys:
+a client typing ``sessionID`` gets INVALID_ARGUMENT rather than a silently
+fresh session.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+import attrs
+import cattrs
+from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+from genkit_sessions.errors import GenkitError, Reason, Status
+from genkit_sessions.model.clock import parse_timestamp
+from genkit_sessions.model.frozen_json import FrozenDict, thaw
+from genkit_sessions.model.types import (
+    AgentInit,
+    CustomPart,
+    DataPart,
+    FinishReason,
+    MediaPart,
+    Part,
+    ReasoningPart,
+    ResourcePart,
+    Role,
+    SessionSnapshot,
+    SnapshotStatus,
+    TextPart,
+    ToolRequestPart,
+    ToolResponsePart,
+    UnknownPart,
+)
+
+__all__ = ["converter", "from_wire", "to_wire"]
+
+T = TypeVar("T")
+
+converter = cattrs.Converter(unstruct_collection_overrides={tuple: list}, detailed_validation=True)
+"""The converter that owns the wire format. Use :func:`to_wire` / :func:`from_wire`."""
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word.title() for word in rest)
+
+
+# Strict scalars: cattrs would otherwise turn 123 into "123".
+def _strict(kind: type, label: str) -> Callable[[Any, Any], Any]:
+    def structure(value: Any, _: Any) -> Any:
+        if type(value) is bool and kind is not bool:
+            raise TypeError(f"expected {label}, got a boolean")
+        if not isinstance(value, kind):
+            raise TypeError(f"expected {label}, got {_json_kind(value)}")
+        return value
+
+    return structure
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, (list, tuple)):
+        return "an array"
+    return type(value).__name__
+
+
+converter.register_structure_hook(str, _strict(str, "a string"))
+converter.register_unstructure_hook(FrozenDict, thaw)
+
+
+def _structure_enum(value: Any, cls: type[enum.Enum]) -> Any:
+    try:
+        return cls(value)
+    except ValueError:
+        allowed = ", ".join(repr(m.value) for m in cls)
+        raise ValueError(f"{value!r} is not one of {allowed}") from None
+
+
+for _enum in (Role, SnapshotStatus, FinishReason):
+    # Registered per class: these are str subclasses, so the str hook would otherwise win.
+    converter.register_structure_hook(_enum, _structure_enum)
+    converter.register_unstructure_hook(_enum, lambda member: member.value)
+
+
+# --- classes with an ``extra`` field keep unknown keys --------------------------------------
+
+_REQUIRED_KEYS: dict[type, tuple[str, ...]] = {SessionSnapshot: ("snapshotId", "createdAt")}
+_TIMESTAMP_FIELDS: dict[type, tuple[str, ...]] = {SessionSnapshot: ("created_at", "updated_at", "heartbeat_at")}
+
+
+def _has_extra(cls: Any) -> bool:
+    return attrs.has(cls) and any(f.name == "extra" for f in attrs.fields(cls))
+
+
+def _extra_structure_factory(cls: type) -> Callable[[Any, Any], Any]:
+    wire_fields = [f for f in attrs.fields(cls) if f.name != "extra"]
+    known = frozenset(_camel(f.name) for f in wire_fields)
+    required = _REQUIRED_KEYS.get(cls, ())
+    timestamps = _TIMESTAMP_FIELDS.get(cls, ())
+    base: Callable[[Any, Any], Any] = make_dict_structure_fn(
+        cls,
+        converter,
+        extra=override(omit=True),
+        **{f.name: override(rename=_camel(f.name)) for f in wire_fields},  # type: ignore[arg-type]
+    )
+
+    def structure(data: Any, _: Any) -> Any:
+        if not isinstance(data, Mapping):
+            raise TypeError(f"expected a JSON object for {cls.__name__}, got {_json_kind(data)}")
+        for key in required:
+            if data.get(key) is None:
+                raise ValueError(f"{cls.__name__} requires the key {key!r}")
+        obj = base(data, cls)
+        for name in timestamps:
+            text = getattr(obj, name)
+            if text is not None:
+                try:
+                    parse_timestamp(text)
+                except ValueError as exc:
+                    raise ValueError(f"{exc} at key {_camel(name)!r}") from None
+        unknown = {k: v for k, v in data.items() if k not in known}
+        return attrs.evolve(obj, extra=unknown) if unknown else obj
+
+    return structure
+
+
+def _extra_unstructure_factory(cls: type) -> Callable[[Any], Any]:
+    wire_fields = [f for f in attrs.fields(cls) if f.name != "extra"]
+    base: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(
+        cls,
+        converter,
+        _cattrs_omit_if_default=True,
+        extra=override(omit=True),
+        **{f.name: override(rename=_camel(f.name)) for f in wire_fields},  # type: ignore[arg-type]
+    )
+
+    def unstructure(obj: Any) -> dict[str, Any]:
+        data = base(obj)
+        for key, value in obj.extra.items():
+            data.setdefault(key, thaw(value))
+        return data
+
+    return unstructure
+
+
+converter.register_structure_hook_factory(_has_extra, _extra_structure_factory)
+converter.register_unstructure_hook_factory(_has_extra, _extra_unstructure_factory)
+
+
+# --- parts: exactly one kind key decides the class -------------------------------------------
+
+_PART_KINDS: dict[str, type] = {
+    "text": TextPart,
+    "media": MediaPart,
+    "toolRequest": ToolRequestPart,
+    "toolResponse": ToolResponsePart,
+    "data": DataPart,
+    "custom": CustomPart,
+    "reasoning": ReasoningPart,
+    "resource": ResourcePart,
+}
+
+
+def _structure_part(data: Any, _: Any) -> Any:
+    if not isinstance(data, Mapping):
+        raise TypeError(f"expected a JSON object for a part, got {_json_kind(data)}")
+    kinds = [key for key in _PART_KINDS if data.get(key) is not None]
+    if len(kinds) > 1:
+        raise ValueError(f"a part holds exactly one of {', '.join(_PART_KINDS)}; this one holds {', '.join(kinds)}")
+    if not kinds:
+        return UnknownPart(data)
+    return converter.structure(data, _PART_KINDS[kinds[0]])
+
+
+converter.register_structure_hook(Part, _structure_part)
+converter.register_structure_hook(UnknownPart, lambda data, _: UnknownPart(data))
+converter.register_unstructure_hook(UnknownPart, lambda part: thaw(part.fields))
+
+
+# --- AgentInit: strict, unknown keys are errors ----------------------------------------------
+
+converter.register_structure_hook(
+    AgentInit,
+    make_dict_structure_fn(
+        AgentInit,
+        converter,
+        _cattrs_forbid_extra_keys=True,
+        session_id=override(rename="sessionId"),
+        snapshot_id=override(rename="snapshotId"),
+    ),
+)
+converter.register_unstructure_hook(
+    AgentInit,
+    make_dict_unstructure_fn(
+        AgentInit,
+        converter,
+        _cattrs_omit_if_default=True,
+        session_id=override(rename="sessionId"),
+        snapshot_id=override(rename="snapshotId"),
+    ),
+)
+
+
+# --- public helpers --------------------------------------------------------------------------
+
+
+def to_wire(obj: Any) -> Any:
+    """Encode a model object as Genkit's camelCase JSON (plain dicts and lists)."""
+    return converter.unstructure(obj)
+
+
+def from_wire(cls: type[T], data: Any) -> T:
+    """Decode Genkit JSON into ``cls``.
+
+    ``data`` is a parsed JSON value, or JSON text (``str`` / ``bytes``). Raises
+    :class:`GenkitError` with INVALID_ARGUMENT (reason INVALID_INPUT) whose
+    message names the JSON path of every bad field.
+    """
+    if isinstance(data, (str, bytes, bytearray)):
+        try:
+            data = json.loads(data)
+        except ValueError as exc:
+            raise GenkitError(
+                Status.INVALID_ARGUMENT,
+                f"{cls.__name__} is not valid JSON: {exc}; send a JSON object",
+                reason=Reason.INVALID_INPUT,
+            ) from None
+    try:
+        return converter.structure(data, cls)
+    except (ClassValidationError, IterableValidationError, ForbiddenExtraKeysError, TypeError, ValueError) as exc:
+        problems = _describe(exc, "$")
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"{cls.__name__} JSON is invalid: {'; '.join(problems)}; fix the field(s) named and send it again",
+            details={"problems": problems},
+            reason=Reason.INVALID_INPUT,
+        ) from None
+
+
+def _describe(exc: BaseException, path: str) -> list[str]:
+    """Flatten a cattrs error tree into ``"<problem> at <json path>"`` lines, camelCase keys."""
+    if isinstance(exc, ForbiddenExtraKeysError):
+        keys = ", ".join(sorted(exc.extra_fields))
+        return [f"unknown key(s) {keys} at {path} (keys are camelCase: sessionId, snapshotId, state)"]
+    if isinstance(exc, (ClassValidationError, IterableValidationError)):
+        lines: list[str] = []
+        with_notes, without_notes = exc.group_exceptions()
+        for sub in without_notes:
+            lines.extend(_describe(sub, path))
+        for sub, note in with_notes:
+            if isinstance(exc, IterableValidationError):
+                step = f"{path}[{note.index}]"
+            else:
+                step = f"{path}.{_camel(note.name)}"  # type: ignore[union-attr]
+            lines.extend(_describe(sub, step))
+        return lines
+    if isinstance(exc, KeyError):
+        return [f"a required key is missing at {path}"]
+    return [f"{exc} at {path}"]

@@ -1,0 +1,155 @@
+"""The two drivers of the rules: :meth:`SessionResolver.resolve` and :meth:`SessionResolver.aresolve`.
+
+Both run the same generator from ``genkit_sessions.resolver.rules``; they only
+perform the store reads it asks for, so the rules exist once.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import attrs
+
+from genkit_sessions.errors import GenkitError, Status
+from genkit_sessions.model.types import AgentInit, ErrorInfo, SessionSnapshot
+from genkit_sessions.resolver.options import SessionStoreOptions
+from genkit_sessions.resolver.rules import (
+    Decision,
+    ReadLeaf,
+    ReadResult,
+    ReadSnapshot,
+    ResolutionSource,
+    resolution_steps,
+)
+from genkit_sessions.resolver.session import Session
+from genkit_sessions.stores.protocol import AsyncSessionStore, SessionStore
+
+__all__ = ["Resolution", "SessionResolver"]
+
+
+@attrs.frozen
+class Resolution:
+    """What a turn starts from: a ready session, or a graceful failure.
+
+    On success ``ok`` is True and ``session``, ``source`` and (when resumed)
+    ``snapshot`` are set. On failure ``ok`` is False and ``error`` carries the
+    status, message and details for an output with ``finishReason=failed``.
+    ``rule`` names the rule of the contract that decided (``"R12"``).
+    """
+
+    rule: str
+    session: Session | None = None
+    snapshot: SessionSnapshot | None = None
+    source: ResolutionSource | None = None
+    error: ErrorInfo | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when there is a session to run the turn on."""
+        return self.error is None
+
+
+def _init(init: AgentInit | None) -> AgentInit | None:
+    if init is None or isinstance(init, AgentInit):
+        return init
+    raise GenkitError(
+        Status.INVALID_ARGUMENT,
+        f"init must be an AgentInit or None, got {type(init).__name__}; decode JSON with from_wire(AgentInit, data)",
+    )
+
+
+class SessionResolver:
+    """Turns an agent's init payload into the session a turn starts from (rules R1-R17)."""
+
+    @staticmethod
+    def resolve(
+        store: SessionStore | None,
+        server_managed: bool,
+        init: AgentInit | None,
+        opts: SessionStoreOptions | None = None,
+    ) -> Resolution:
+        """Resolve against a blocking store (or none, for client-managed state).
+
+        Raises :class:`GenkitError` (FAILED_PRECONDITION, INVALID_ARGUMENT) for
+        API misuse; returns a failed :class:`Resolution` for everything else.
+        """
+        opts = opts or SessionStoreOptions()
+        if store is not None and inspect.iscoroutinefunction(getattr(store, "get_snapshot", None)):
+            raise GenkitError(
+                Status.INVALID_ARGUMENT,
+                "resolve() was given an async store; use `await SessionResolver.aresolve(...)`",
+            )
+        steps = resolution_steps(server_managed, store is not None, _init(init), opts)
+        answer: ReadResult | None = None
+        while True:
+            try:
+                request = steps.send(answer) if answer is not None else next(steps)
+            except StopIteration as done:
+                return _resolution(done.value, store, None, opts)
+            assert store is not None
+            try:
+                snapshot = _perform(store, request, opts)
+                answer = ReadResult(snapshot=snapshot)
+            except Exception as exc:  # R15/R16 judge it
+                answer = ReadResult(error=exc)
+
+    @staticmethod
+    async def aresolve(
+        store: AsyncSessionStore | None,
+        server_managed: bool,
+        init: AgentInit | None,
+        opts: SessionStoreOptions | None = None,
+    ) -> Resolution:
+        """Resolve against an async store (``InMemorySessionStore().aio``, say); same rules as :meth:`resolve`."""
+        opts = opts or SessionStoreOptions()
+        if store is not None and not inspect.iscoroutinefunction(getattr(store, "get_snapshot", None)):
+            raise GenkitError(
+                Status.INVALID_ARGUMENT,
+                "aresolve() was given a blocking store; pass its async face (`store.aio`) or call resolve()",
+            )
+        steps = resolution_steps(server_managed, store is not None, _init(init), opts)
+        answer: ReadResult | None = None
+        while True:
+            try:
+                request = steps.send(answer) if answer is not None else next(steps)
+            except StopIteration as done:
+                return _resolution(done.value, None, store, opts)
+            assert store is not None
+            try:
+                snapshot = await _aperform(store, request, opts)
+                answer = ReadResult(snapshot=snapshot)
+            except Exception as exc:  # R15/R16 judge it
+                answer = ReadResult(error=exc)
+
+
+def _perform(store: SessionStore, request: ReadSnapshot | ReadLeaf, opts: SessionStoreOptions) -> Any:
+    if isinstance(request, ReadSnapshot):
+        return store.get_snapshot(snapshot_id=request.snapshot_id, context=opts.context)
+    return store.get_snapshot(session_id=request.session_id, context=opts.context)
+
+
+async def _aperform(store: AsyncSessionStore, request: ReadSnapshot | ReadLeaf, opts: SessionStoreOptions) -> Any:
+    if isinstance(request, ReadSnapshot):
+        return await store.get_snapshot(snapshot_id=request.snapshot_id, context=opts.context)
+    return await store.get_snapshot(session_id=request.session_id, context=opts.context)
+
+
+def _resolution(
+    decision: Decision,
+    store: SessionStore | None,
+    async_store: AsyncSessionStore | None,
+    opts: SessionStoreOptions,
+) -> Resolution:
+    if not decision.ok:
+        return Resolution(rule=decision.rule, error=decision.error)
+    assert decision.session_id is not None
+    session = Session(
+        decision.session_id,
+        decision.state,
+        decision.snapshot,
+        store=store,
+        async_store=async_store,
+        context=opts.context,
+    )
+    return Resolution(rule=decision.rule, session=session, snapshot=decision.snapshot, source=decision.source)

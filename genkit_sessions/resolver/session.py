@@ -1,0 +1,182 @@
+"""The session a turn works on: its state, and how the turn's end is recorded.
+
+A resolution hands the framework a :class:`Session`. During the turn the
+framework adds messages and artifacts and updates the custom state; at the end
+it calls :meth:`Session.save` (or :meth:`Session.asave`) once, which writes
+the next snapshot as a child of the one the turn started from, with the
+turn's status, finish reason and error. A client-managed session has no store:
+:meth:`Session.final_state` is what goes back to the client instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from genkit_sessions.errors import GenkitError, Reason, Status
+from genkit_sessions.model.frozen_json import freeze
+from genkit_sessions.model.ids import mint_id
+from genkit_sessions.model.types import (
+    Artifact,
+    ErrorInfo,
+    FinishReason,
+    Message,
+    SessionSnapshot,
+    SessionState,
+    SnapshotStatus,
+)
+from genkit_sessions.stores.protocol import AsyncSessionStore, Context, SessionStore
+
+__all__ = ["Session"]
+
+
+class Session:
+    """A session during one turn: a working copy of its state plus where to save it.
+
+    ``snapshot_id`` is reserved up front so the framework can hand it out before
+    the write (for example to a detached client); ``origin`` is the snapshot the
+    next save will be a child of.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        state: SessionState | None,
+        origin: SessionSnapshot | None,
+        *,
+        store: SessionStore | None = None,
+        async_store: AsyncSessionStore | None = None,
+        context: Context = None,
+    ) -> None:
+        self.id = session_id
+        base = state if state is not None else SessionState()
+        self._state = attrs.evolve(base, session_id=session_id)
+        self.origin = origin
+        self.snapshot_id = mint_id()
+        self._store = store
+        self._async_store = async_store
+        self._context = context
+
+    @property
+    def server_managed(self) -> bool:
+        """True when the session is saved to a store, False when the client keeps it."""
+        return self._store is not None or self._async_store is not None
+
+    @property
+    def state(self) -> SessionState:
+        """The current working state (immutable; use the methods below to change it)."""
+        return self._state
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        """The conversation so far."""
+        return self._state.message_list
+
+    @property
+    def custom(self) -> Any:
+        """The custom JSON state (frozen)."""
+        return self._state.custom
+
+    def add_messages(self, *messages: Message) -> None:
+        """Append messages to the conversation."""
+        self._state = attrs.evolve(self._state, messages=self._state.message_list + messages)
+
+    def add_artifacts(self, *artifacts: Artifact) -> None:
+        """Append artifacts; one with the name of an existing artifact replaces it."""
+        named = {a.name for a in artifacts if a.name is not None}
+        kept = tuple(a for a in self._state.artifact_list if a.name is None or a.name not in named)
+        self._state = attrs.evolve(self._state, artifacts=kept + artifacts)
+
+    def set_custom(self, value: Any) -> None:
+        """Replace the custom state with a JSON value."""
+        self._state = attrs.evolve(self._state, custom=freeze(value))
+
+    def update_custom(self, update: Callable[[Any], Any]) -> None:
+        """Replace the custom state with ``update(current)``."""
+        self.set_custom(update(self._state.custom))
+
+    def final_state(self) -> SessionState:
+        """The state to hand back to the client (client-managed) or to show (either mode)."""
+        return self._state
+
+    def _mutator(
+        self,
+        status: SnapshotStatus,
+        finish_reason: FinishReason | str | None,
+        error: ErrorInfo | GenkitError | None,
+    ) -> Callable[[SessionSnapshot | None], SessionSnapshot]:
+        if not self.server_managed:
+            raise GenkitError(
+                Status.FAILED_PRECONDITION,
+                "this session is client-managed and has no store to save to; return final_state() to the client",
+                reason=Reason.SESSION_STORE_NOT_CONFIGURED,
+            )
+        if isinstance(error, GenkitError):
+            error = ErrorInfo(status=error.status.value, message=error.message, details=error.payload_details())
+        snapshot = SessionSnapshot(
+            snapshot_id=self.snapshot_id,
+            session_id=self.id,
+            parent_id=self.origin.snapshot_id if self.origin is not None else None,
+            status=SnapshotStatus(status),
+            finish_reason=None if finish_reason is None else FinishReason(finish_reason),
+            error=error,
+            state=self._state,
+        )
+
+        def write(existing: SessionSnapshot | None) -> SessionSnapshot:
+            if existing is None:
+                return snapshot
+            return attrs.evolve(snapshot, heartbeat_at=existing.heartbeat_at)
+
+        return write
+
+    def _advance(self, saved: SessionSnapshot | None) -> SessionSnapshot:
+        assert saved is not None
+        if saved.effective_status.is_terminal:
+            self.origin = saved
+            self.snapshot_id = mint_id()
+        return saved
+
+    def save(
+        self,
+        status: SnapshotStatus | str = SnapshotStatus.COMPLETED,
+        *,
+        finish_reason: FinishReason | str | None = None,
+        error: ErrorInfo | GenkitError | None = None,
+    ) -> SessionSnapshot:
+        """Write the turn's snapshot (a child of :attr:`origin`) and return it as stored.
+
+        A non-terminal status (``pending``) can be saved first and updated by a
+        later save; a terminal one makes the saved snapshot the origin of the
+        next turn and reserves a new :attr:`snapshot_id`.
+        """
+        mutator = self._mutator(SnapshotStatus(status), finish_reason, error)
+        if self._store is None:
+            raise GenkitError(
+                Status.FAILED_PRECONDITION,
+                "this session was resolved against an async store; call `await session.asave(...)`",
+            )
+        return self._advance(self._store.save_snapshot(self.snapshot_id, mutator, context=self._context))
+
+    async def asave(
+        self,
+        status: SnapshotStatus | str = SnapshotStatus.COMPLETED,
+        *,
+        finish_reason: FinishReason | str | None = None,
+        error: ErrorInfo | GenkitError | None = None,
+    ) -> SessionSnapshot:
+        """The async twin of :meth:`save`, for sessions resolved with ``aresolve``."""
+        mutator = self._mutator(SnapshotStatus(status), finish_reason, error)
+        if self._async_store is None:
+            raise GenkitError(
+                Status.FAILED_PRECONDITION,
+                "this session was resolved against a sync store; call `session.save(...)`",
+            )
+        saved = await self._async_store.save_snapshot(self.snapshot_id, mutator, context=self._context)
+        return self._advance(saved)
+
+    def __repr__(self) -> str:
+        origin = self.origin.snapshot_id if self.origin is not None else None
+        return f"Session(id={self.id!r}, origin={origin!r}, messages={len(self.messages)})"

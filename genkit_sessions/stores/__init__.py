@@ -1,0 +1,19 @@
+"""Session stores: the protocol, the shared write rules, and the in-memory store.
+
+The DynamoDB store lives in ``genkit_sessions.dynamodb``.
+"""
+
+from genkit_sessions.stores.memory import AsyncInMemorySessionStore, InMemorySessionStore
+from genkit_sessions.stores.protocol import AsyncSessionStore, Context, Mutator, SessionStore, TenantFn
+from genkit_sessions.stores.write_rules import default_tenant
+
+__all__ = [
+    "AsyncInMemorySessionStore",
+    "AsyncSessionStore",
+    "Context",
+    "InMemorySessionStore",
+    "Mutator",
+    "SessionStore",
+    "TenantFn",
+    "default_tenant",
+]

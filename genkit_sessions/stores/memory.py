@@ -1,0 +1,300 @@
+"""An in-memory store: every rule of the contract, O(1) lookups, no copying.
+
+Snapshots are immutable, so a read hands out the stored object itself (S9)
+and a write replaces it. Each session keeps its leaf pointer up to date on
+every write, so a session lookup costs the same at a hundred snapshots or a
+million. One lock guards the maps; it is held for dictionary operations and
+the caller's mutator only, never across an ``await``, so the store is safe
+from threads and from asyncio tasks alike. ``store.aio`` is the async face.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Iterable, Sequence
+
+import attrs
+
+from genkit_sessions.errors import GenkitError, Reason, Status
+from genkit_sessions.model.clock import Clock, MonotonicStamper, utc_now
+from genkit_sessions.model.ids import validate_id
+from genkit_sessions.model.types import SessionSnapshot, SnapshotStatus
+from genkit_sessions.stores.protocol import Context, Mutator, TenantFn
+from genkit_sessions.stores.write_rules import (
+    check_parent,
+    default_tenant,
+    next_snapshot,
+    require_one_selector,
+    tenant_key,
+)
+
+__all__ = ["AsyncInMemorySessionStore", "InMemorySessionStore"]
+
+
+@attrs.define
+class _Session:
+    """One session tree's index: its snapshot ids in creation order and its leaf."""
+
+    ids: list[str] = attrs.Factory(list)
+    leaf: str | None = None
+
+
+@attrs.define
+class _Tenant:
+    snapshots: dict[str, SessionSnapshot] = attrs.Factory(dict)
+    sessions: dict[str, _Session] = attrs.Factory(dict)
+
+
+_Watcher = tuple[asyncio.AbstractEventLoop, "asyncio.Queue[SnapshotStatus]"]
+
+
+class InMemorySessionStore:
+    """A thread-safe, asyncio-safe store that lives in this process.
+
+    ``tenant_of`` maps a request context to the tenant whose data a call sees
+    (default: ``context["tenant"]``, else one shared tenant). ``clock`` sets
+    the time source for ``createdAt`` / ``updatedAt`` / ``heartbeatAt``.
+    """
+
+    def __init__(self, *, tenant_of: TenantFn = default_tenant, clock: Clock = utc_now) -> None:
+        self._tenant_of = tenant_of
+        self._stamp = MonotonicStamper(clock)
+        self._tenants: dict[str, _Tenant] = {}
+        self._lock = threading.Lock()
+        self._watchers: dict[tuple[str, str], list[_Watcher]] = {}
+        self._aio = AsyncInMemorySessionStore(self)
+
+    @property
+    def aio(self) -> AsyncInMemorySessionStore:
+        """The async face of this store (same data, coroutine methods)."""
+        return self._aio
+
+    def _tenant(self, context: Context) -> _Tenant:
+        key = tenant_key(self._tenant_of, context)
+        tenant = self._tenants.get(key)
+        if tenant is None:
+            tenant = self._tenants.setdefault(key, _Tenant())
+        return tenant
+
+    # --- the minimum ---------------------------------------------------------------------
+
+    def get_snapshot(
+        self, *, snapshot_id: str | None = None, session_id: str | None = None, context: Context = None
+    ) -> SessionSnapshot | None:
+        """A snapshot by id, or a session's leaf (the most recently created snapshot without children)."""
+        require_one_selector(snapshot_id, session_id)
+        with self._lock:
+            tenant = self._tenant(context)
+            if snapshot_id is not None:
+                return tenant.snapshots.get(snapshot_id)
+            session = tenant.sessions.get(session_id)  # type: ignore[arg-type]
+            if session is None or session.leaf is None:
+                return None
+            return tenant.snapshots[session.leaf]
+
+    def save_snapshot(self, snapshot_id: str, mutator: Mutator, *, context: Context = None) -> SessionSnapshot | None:
+        """Atomically apply ``mutator`` to the snapshot ``snapshot_id`` and store the result."""
+        with self._lock:
+            tenant = self._tenant(context)
+            existing = tenant.snapshots.get(snapshot_id)
+            snapshot = next_snapshot(snapshot_id, existing, mutator, self._stamp())
+            if snapshot is None:
+                return None
+            if existing is None:
+                if snapshot.parent_id is not None:
+                    check_parent(snapshot, tenant.snapshots.get(snapshot.parent_id))
+                session = tenant.sessions.get(snapshot.session_id)  # type: ignore[arg-type]
+                if session is None:
+                    session = tenant.sessions[snapshot.session_id] = _Session()  # type: ignore[index]
+                session.ids.append(snapshot_id)
+                session.leaf = snapshot_id
+            tenant.snapshots[snapshot_id] = snapshot
+            self._notify(context, snapshot, existing)
+            return snapshot
+
+    # --- S11 extras ----------------------------------------------------------------------
+
+    def list_snapshots(self, session_id: str, *, context: Context = None) -> Sequence[SessionSnapshot]:
+        """Every snapshot of the session, in creation order."""
+        validate_id(session_id, "session_id", Reason.INVALID_SESSION_ID)
+        with self._lock:
+            tenant = self._tenant(context)
+            session = tenant.sessions.get(session_id)
+            if session is None:
+                return []
+            return [tenant.snapshots[i] for i in session.ids]
+
+    def delete_session(self, session_id: str, *, context: Context = None) -> int:
+        """Delete the session's whole tree; returns how many snapshots went."""
+        validate_id(session_id, "session_id", Reason.INVALID_SESSION_ID)
+        with self._lock:
+            tenant = self._tenant(context)
+            session = tenant.sessions.pop(session_id, None)
+            if session is None:
+                return 0
+            for snapshot_id in session.ids:
+                del tenant.snapshots[snapshot_id]
+            return len(session.ids)
+
+    def abort_snapshot(self, snapshot_id: str, *, context: Context = None) -> SnapshotStatus | None:
+        """Flip pending or aborting to aborted; return the status seen before (None if absent)."""
+        seen: list[SnapshotStatus] = []
+
+        def abort(current: SessionSnapshot | None) -> SessionSnapshot | None:
+            if current is None:
+                return None
+            seen.append(current.effective_status)
+            if current.effective_status.is_terminal:
+                return None
+            return attrs.evolve(current, status=SnapshotStatus.ABORTED)
+
+        self.save_snapshot(snapshot_id, abort, context=context)
+        return seen[-1] if seen else None
+
+    def heartbeat(self, snapshot_id: str, *, context: Context = None) -> SessionSnapshot:
+        """Stamp ``heartbeatAt`` on a running (pending or aborting) snapshot."""
+        now = self._stamp()
+
+        def beat(current: SessionSnapshot | None) -> SessionSnapshot | None:
+            if current is None:
+                raise GenkitError(
+                    Status.NOT_FOUND,
+                    f"snapshot {snapshot_id!r} does not exist; heartbeat the snapshot id the turn was saved under",
+                    reason=Reason.SNAPSHOT_NOT_FOUND,
+                )
+            if current.effective_status.is_terminal:
+                raise GenkitError(
+                    Status.FAILED_PRECONDITION,
+                    f"snapshot {snapshot_id!r} is {current.effective_status.value}; only a running turn "
+                    "(pending or aborting) takes heartbeats",
+                )
+            return attrs.evolve(current, heartbeat_at=now)
+
+        saved = self.save_snapshot(snapshot_id, beat, context=context)
+        assert saved is not None
+        return saved
+
+    async def watch_status(self, snapshot_id: str, *, context: Context = None) -> AsyncIterator[SnapshotStatus]:
+        """Yield the current status, then every change, ending after a terminal status."""
+        validate_id(snapshot_id, "snapshot_id", Reason.INVALID_SNAPSHOT_ID)
+        queue: asyncio.Queue[SnapshotStatus] = asyncio.Queue()
+        key = (tenant_key(self._tenant_of, context), snapshot_id)
+        watcher: _Watcher = (asyncio.get_running_loop(), queue)
+        with self._lock:
+            current = self._tenant(context).snapshots.get(snapshot_id)
+            if current is None:
+                raise GenkitError(
+                    Status.NOT_FOUND,
+                    f"snapshot {snapshot_id!r} does not exist; watch a snapshot after it is saved",
+                    reason=Reason.SNAPSHOT_NOT_FOUND,
+                )
+            self._watchers.setdefault(key, []).append(watcher)
+        try:
+            status = current.effective_status
+            yield status
+            while not status.is_terminal:
+                status = await queue.get()
+                yield status
+        finally:
+            with self._lock:
+                watchers = self._watchers.get(key, [])
+                if watcher in watchers:
+                    watchers.remove(watcher)
+                if not watchers:
+                    self._watchers.pop(key, None)
+
+    def _notify(self, context: Context, snapshot: SessionSnapshot, existing: SessionSnapshot | None) -> None:
+        if not self._watchers or (existing is not None and existing.status is snapshot.status):
+            return
+        for loop, queue in self._watchers.get((tenant_key(self._tenant_of, context), snapshot.snapshot_id), ()):
+            loop.call_soon_threadsafe(queue.put_nowait, snapshot.effective_status)
+
+    def restore_snapshots(self, snapshots: Iterable[SessionSnapshot], *, context: Context = None) -> int:
+        """Store snapshots verbatim, as an import or a test fixture would.
+
+        No stamping and no rule checks: broken or cyclic parent chains are kept
+        as given (the resolver reports them as DATA_LOSS). Each session's leaf
+        is recomputed as its most recently created snapshot without children.
+        """
+        count = 0
+        with self._lock:
+            tenant = self._tenant(context)
+            touched: set[str] = set()
+            for snapshot in snapshots:
+                session_id = snapshot.session_id or (snapshot.state.session_id if snapshot.state else None)
+                if session_id is None:
+                    raise GenkitError(
+                        Status.INVALID_ARGUMENT,
+                        f"snapshot {snapshot.snapshot_id!r} has no sessionId; every stored snapshot needs one",
+                        reason=Reason.SESSION_ID_REQUIRED,
+                    )
+                snapshot = attrs.evolve(snapshot, session_id=session_id)
+                previous = tenant.snapshots.get(snapshot.snapshot_id)
+                if previous is None or previous.session_id != session_id:
+                    if previous is not None:
+                        tenant.sessions[previous.session_id].ids.remove(snapshot.snapshot_id)  # type: ignore[index]
+                        touched.add(previous.session_id)  # type: ignore[arg-type]
+                    tenant.sessions.setdefault(session_id, _Session()).ids.append(snapshot.snapshot_id)
+                tenant.snapshots[snapshot.snapshot_id] = snapshot
+                touched.add(session_id)
+                count += 1
+            for session_id in touched:
+                self._recompute_leaf(tenant, session_id)
+        return count
+
+    @staticmethod
+    def _recompute_leaf(tenant: _Tenant, session_id: str) -> None:
+        session = tenant.sessions[session_id]
+        members = [tenant.snapshots[i] for i in session.ids]
+        parents = {s.parent_id for s in members if s.parent_id is not None}
+        leaves = [s for s in members if s.snapshot_id not in parents]
+        session.leaf = max(leaves, key=lambda s: (s.created_at, s.snapshot_id)).snapshot_id if leaves else None
+        session.ids.sort(key=lambda i: (tenant.snapshots[i].created_at, i))
+
+
+class AsyncInMemorySessionStore:
+    """The async face of an :class:`InMemorySessionStore`.
+
+    Every method completes without awaiting I/O (the work is a few dictionary
+    operations under a lock held for microseconds), so it never blocks the loop.
+    """
+
+    def __init__(self, store: InMemorySessionStore) -> None:
+        self.sync = store
+
+    async def get_snapshot(
+        self, *, snapshot_id: str | None = None, session_id: str | None = None, context: Context = None
+    ) -> SessionSnapshot | None:
+        """See :meth:`InMemorySessionStore.get_snapshot`."""
+        return self.sync.get_snapshot(snapshot_id=snapshot_id, session_id=session_id, context=context)
+
+    async def save_snapshot(
+        self, snapshot_id: str, mutator: Mutator, *, context: Context = None
+    ) -> SessionSnapshot | None:
+        """See :meth:`InMemorySessionStore.save_snapshot`."""
+        return self.sync.save_snapshot(snapshot_id, mutator, context=context)
+
+    async def list_snapshots(self, session_id: str, *, context: Context = None) -> Sequence[SessionSnapshot]:
+        """See :meth:`InMemorySessionStore.list_snapshots`."""
+        return self.sync.list_snapshots(session_id, context=context)
+
+    async def delete_session(self, session_id: str, *, context: Context = None) -> int:
+        """See :meth:`InMemorySessionStore.delete_session`."""
+        return self.sync.delete_session(session_id, context=context)
+
+    async def abort_snapshot(self, snapshot_id: str, *, context: Context = None) -> SnapshotStatus | None:
+        """See :meth:`InMemorySessionStore.abort_snapshot`."""
+        return self.sync.abort_snapshot(snapshot_id, context=context)
+
+    async def heartbeat(self, snapshot_id: str, *, context: Context = None) -> SessionSnapshot:
+        """See :meth:`InMemorySessionStore.heartbeat`."""
+        return self.sync.heartbeat(snapshot_id, context=context)
+
+    def watch_status(self, snapshot_id: str, *, context: Context = None) -> AsyncIterator[SnapshotStatus]:
+        """See :meth:`InMemorySessionStore.watch_status`."""
+        return self.sync.watch_status(snapshot_id, context=context)
+
+    async def restore_snapshots(self, snapshots: Iterable[SessionSnapshot], *, context: Context = None) -> int:
+        """See :meth:`InMemorySessionStore.restore_snapshots`."""
+        return self.sync.restore_snapshots(snapshots, context=context)

@@ -1,0 +1,184 @@
+"""The write rules every store applies, free of I/O (S3-S7 and the id rules).
+
+A store reads the current snapshot, calls :func:`next_snapshot` with it and the
+caller's mutator, checks a new snapshot's parent with :func:`check_parent`,
+and writes the result atomically. Keeping the rules here means the in-memory
+store, the DynamoDB store and any store built on this package agree exactly.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from genkit_sessions.errors import GenkitError, Reason, Status
+from genkit_sessions.model.ids import validate_id
+from genkit_sessions.model.types import SessionSnapshot, SnapshotStatus
+from genkit_sessions.stores.protocol import Context, Mutator
+
+__all__ = [
+    "check_parent",
+    "default_tenant",
+    "next_snapshot",
+    "require_one_selector",
+    "tenant_key",
+]
+
+
+def default_tenant(context: Context) -> str:
+    """The tenant named by ``context["tenant"]``; the empty string when there is none."""
+    if not context:
+        return ""
+    tenant = context.get("tenant") if isinstance(context, Mapping) else None
+    return "" if tenant is None else str(tenant)
+
+
+def tenant_key(tenant_of: Callable[[Context], str], context: Context) -> str:
+    """Apply a tenant function and check that what it returned can key a store."""
+    tenant = tenant_of(context)
+    if not isinstance(tenant, str):
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"the store's tenant function returned {type(tenant).__name__}; it must return a string",
+        )
+    if tenant:
+        validate_id(tenant, "tenant", Reason.INVALID_INPUT)
+    return tenant
+
+
+def require_one_selector(snapshot_id: str | None, session_id: str | None) -> tuple[str | None, str | None]:
+    """S1: exactly one of snapshot id and session id, and that one a valid id."""
+    if (snapshot_id is None) == (session_id is None):
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            "get_snapshot takes exactly one of snapshot_id and session_id; "
+            f"got {'both' if snapshot_id is not None else 'neither'}",
+            reason=Reason.INVALID_INPUT,
+        )
+    if snapshot_id is not None:
+        validate_id(snapshot_id, "snapshot_id", Reason.INVALID_SNAPSHOT_ID)
+    else:
+        validate_id(session_id, "session_id", Reason.INVALID_SESSION_ID)
+    return snapshot_id, session_id
+
+
+def next_snapshot(
+    snapshot_id: str,
+    existing: SessionSnapshot | None,
+    mutator: Mutator,
+    now: str,
+) -> SessionSnapshot | None:
+    """Run the mutator on ``existing`` and return the snapshot to write, stamped (S4),
+    or None when the mutator declines. Raises for S5, S6 and invalid ids.
+
+    The caller still owns S7 (:func:`check_parent`) for a new snapshot.
+    """
+    validate_id(snapshot_id, "snapshot_id", Reason.INVALID_SNAPSHOT_ID)
+    result: Any = mutator(existing)
+    if inspect.isawaitable(result):
+        if inspect.iscoroutine(result):
+            result.close()
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            "the save mutator returned an awaitable; pass a plain function (drop 'async' from it)",
+        )
+    if result is None:
+        return None
+    if not isinstance(result, SessionSnapshot):
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"the save mutator returned {type(result).__name__}; return a SessionSnapshot, or None to skip the write",
+        )
+    session_id = _session_of(result, existing)
+    if result.parent_id is not None:
+        validate_id(result.parent_id, "parentId", Reason.INVALID_SNAPSHOT_ID)
+    status = result.effective_status
+    if status is SnapshotStatus.EXPIRED:
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"snapshot {snapshot_id!r}: 'expired' is computed on read and never stored; "
+            "write 'pending' and let its heartbeat lapse, or write 'aborted' or 'failed'",
+        )
+    if existing is not None:
+        _check_update(snapshot_id, existing, result, session_id, status)
+    return attrs.evolve(
+        result,
+        snapshot_id=snapshot_id,
+        session_id=session_id,
+        created_at=existing.created_at if existing is not None else now,
+        updated_at=now,
+        status=status,
+    )
+
+
+def _session_of(result: SessionSnapshot, existing: SessionSnapshot | None) -> str:
+    top = result.session_id
+    inner = result.state.session_id if result.state is not None else None
+    if top is not None and inner is not None and top != inner:
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"snapshot {result.snapshot_id!r} names session {top!r} but its state names {inner!r}; "
+            "make sessionId and state.sessionId agree",
+            reason=Reason.INVALID_SESSION_ID,
+        )
+    session_id = top or inner or (existing.session_id if existing is not None else None)
+    if session_id is None:
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"snapshot {result.snapshot_id!r} has no sessionId (neither on the snapshot nor in its state); "
+            "set sessionId so the store knows which session tree it belongs to",
+            reason=Reason.SESSION_ID_REQUIRED,
+        )
+    return validate_id(session_id, "sessionId", Reason.INVALID_SESSION_ID)
+
+
+def _check_update(
+    snapshot_id: str,
+    existing: SessionSnapshot,
+    result: SessionSnapshot,
+    session_id: str,
+    status: SnapshotStatus,
+) -> None:
+    if existing.session_id is not None and session_id != existing.session_id:
+        raise GenkitError(
+            Status.FAILED_PRECONDITION,
+            f"snapshot {snapshot_id!r} belongs to session {existing.session_id!r} and cannot move to "
+            f"session {session_id!r}; snapshot ids are unique per tenant, so write under a new id",
+        )
+    if result.parent_id != existing.parent_id:
+        raise GenkitError(
+            Status.FAILED_PRECONDITION,
+            f"snapshot {snapshot_id!r} has parent {existing.parent_id!r} and cannot be re-parented to "
+            f"{result.parent_id!r}; write a new snapshot to branch elsewhere",
+        )
+    before = existing.effective_status
+    if before.is_terminal and status is not before:
+        raise GenkitError(
+            Status.FAILED_PRECONDITION,
+            f"snapshot {snapshot_id!r} is {before.value}, a terminal status, and cannot become {status.value}; "
+            "start a new turn from it (or from its parent) instead",
+        )
+
+
+def check_parent(snapshot: SessionSnapshot, parent: SessionSnapshot | None) -> None:
+    """S7: a new snapshot's parent exists in the same session (and tenant: the caller
+    looks it up in the snapshot's tenant)."""
+    if snapshot.parent_id is None:
+        return
+    if parent is None:
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"snapshot {snapshot.snapshot_id!r} names parent {snapshot.parent_id!r}, which does not exist; "
+            "save the parent first, or leave parentId unset for a root",
+            reason=Reason.SNAPSHOT_NOT_FOUND,
+        )
+    if parent.session_id != snapshot.session_id:
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"snapshot {snapshot.snapshot_id!r} in session {snapshot.session_id!r} names parent "
+            f"{snapshot.parent_id!r} of session {parent.session_id!r}; a parent must be in the same session",
+            reason=Reason.INVALID_SESSION_ID,
+        )

@@ -1,0 +1,48 @@
+"""Shared fixtures: every store test runs against every store factory registered here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from genkit_sessions import InMemorySessionStore
+
+StoreFactory = Callable[..., Any]
+
+
+def _memory(**options: Any) -> InMemorySessionStore:
+    return InMemorySessionStore(**options)
+
+
+# name -> (pytest marks, fixture that yields a factory). DynamoDB factories are added by tests/dynamodb_backends.py.
+STORE_BACKENDS: dict[str, Callable[[pytest.FixtureRequest], Iterator[StoreFactory]]] = {}
+
+
+def _memory_backend(request: pytest.FixtureRequest) -> Iterator[StoreFactory]:
+    yield _memory
+
+
+STORE_BACKENDS["memory"] = _memory_backend
+
+try:  # the DynamoDB backends register themselves when their module exists
+    from tests import dynamodb_backends  # noqa: F401
+except ImportError:
+    pass
+
+
+@pytest.fixture(params=sorted(STORE_BACKENDS))
+def make_store(request: pytest.FixtureRequest) -> Iterator[StoreFactory]:
+    """A factory of fresh, empty stores (sync face), once per backend.
+
+    Call it with store options such as ``tenant_of=`` or ``clock=``; every
+    backend accepts those two.
+    """
+    yield from STORE_BACKENDS[request.param](request)
+
+
+@pytest.fixture
+def store(make_store: StoreFactory) -> Any:
+    """A fresh, empty store of each backend."""
+    return make_store()
