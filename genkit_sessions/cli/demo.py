@@ -1,0 +1,204 @@
+"""``genkit-sessions demo``: a scripted multi-turn conversation, narrated step by step.
+
+It shows what the resolver decides at the start of each turn (fresh, resumed by
+session id, resumed by snapshot id, hydrated from client state), a failed turn
+and the FAILED_PRECONDITION that follows it, a fork, one example of each misuse
+error, and ends with the session's snapshot tree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TextIO
+
+from genkit_sessions.errors import GenkitError
+from genkit_sessions.model.types import AgentInit, Message, SessionSnapshot, SessionState
+from genkit_sessions.resolver.options import ResumePolicy, SessionStoreOptions
+from genkit_sessions.resolver.resolver import Resolution, SessionResolver
+from genkit_sessions.resolver.session import Session
+from genkit_sessions.stores.memory import InMemorySessionStore
+from genkit_sessions.stores.protocol import SessionStore, SupportsList
+
+__all__ = ["register", "render_tree", "run_demo"]
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``demo`` command."""
+    parser = subparsers.add_parser("demo", help="play a scripted conversation and narrate the resolver's decisions")
+    parser.add_argument(
+        "--store",
+        choices=("memory", "dynamodb"),
+        default="memory",
+        help="where sessions live (dynamodb starts an embedded moto server unless --endpoint-url is given)",
+    )
+    parser.add_argument("--endpoint-url", default=None, help="DynamoDB endpoint (with --store dynamodb)")
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    with _open_store(args.store, args.endpoint_url) as store:
+        run_demo(store, sys.stdout, store_name=args.store)
+    return 0
+
+
+@contextlib.contextmanager
+def _open_store(kind: str, endpoint_url: str | None) -> Iterator[SessionStore]:
+    if kind == "memory":
+        yield InMemorySessionStore()
+        return
+    from genkit_sessions.dynamodb.embedded import demo_store
+
+    with demo_store(endpoint_url) as store:
+        yield store
+
+
+class _Narrator:
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.step = 0
+
+    def heading(self, text: str) -> None:
+        self.step += 1
+        print(f"\n{self.step}. {text}", file=self.out)
+
+    def say(self, text: str) -> None:
+        print(f"   {text}", file=self.out)
+
+    def resolution(self, resolution: Resolution) -> None:
+        if resolution.ok:
+            assert resolution.session is not None
+            origin = resolution.snapshot.snapshot_id[:8] if resolution.snapshot else "none"
+            self.say(
+                f"resolver: {resolution.rule} -> {resolution.source} session {resolution.session.id[:8]} "
+                f"(from snapshot {origin}, {len(resolution.session.messages)} messages)"
+            )
+        else:
+            assert resolution.error is not None
+            self.say(
+                f"resolver: {resolution.rule} -> failed turn: {resolution.error.status}: {resolution.error.message}"
+            )
+
+    def raised(self, action: Callable[[], object]) -> None:
+        try:
+            action()
+        except GenkitError as error:
+            rule = error.details.get("rule") if isinstance(error.details, dict) else None
+            self.say(f"raised{f' ({rule})' if rule else ''}: {error}")
+        else:  # pragma: no cover - the script only calls this for misuse
+            raise AssertionError("expected a GenkitError")
+
+
+def _turn(session: Session, user: str, model: str) -> None:
+    session.add_messages(Message.of_text("user", user), Message.of_text("model", model))
+
+
+def run_demo(store: SessionStore, out: TextIO, *, store_name: str = "memory") -> list[SessionSnapshot]:
+    """Play the script against ``store`` and write the narration to ``out``.
+
+    Returns the session's snapshots (its tree), oldest first.
+    """
+    say = _Narrator(out)
+    resolve = SessionResolver.resolve
+    print(f"genkit-sessions demo on the {store_name} store", file=out)
+
+    say.heading("A client starts a chat with nothing: a fresh session")
+    first = resolve(store, True, AgentInit())
+    say.resolution(first)
+    session = first.session
+    assert session is not None
+    _turn(session, "Plan a weekend in Lisbon.", "Day one: Alfama and the castle; day two: Belem.")
+    s1 = session.save(finish_reason="stop")
+    say.say(f"turn saved as snapshot {s1.snapshot_id[:8]} ({s1.status})")
+
+    say.heading("The next turn sends only the session id: resumed from the leaf")
+    second = resolve(store, True, AgentInit(session_id=session.id))
+    say.resolution(second)
+    assert second.session is not None
+    _turn(second.session, "Add a day trip.", "Sintra: Pena Palace and Quinta da Regaleira.")
+    s2 = second.session.save(finish_reason="stop")
+    say.say(f"turn saved as snapshot {s2.snapshot_id[:8]} (child of {s1.snapshot_id[:8]})")
+
+    say.heading("A turn fails halfway (the model call times out)")
+    third = resolve(store, True, AgentInit(session_id=session.id))
+    say.resolution(third)
+    assert third.session is not None
+    third.session.add_messages(Message.of_text("user", "Now book the trains."))
+    s3 = third.session.save(
+        "failed", finish_reason="failed", error=GenkitError("DEADLINE_EXCEEDED", "the model did not answer in 30 s")
+    )
+    say.say(f"turn saved as snapshot {s3.snapshot_id[:8]} ({s3.status}, error {s3.error and s3.error.status})")
+
+    say.heading("Resuming by session id now meets a failed leaf: FAILED_PRECONDITION (R13)")
+    say.raised(lambda: resolve(store, True, AgentInit(session_id=session.id)))
+    walked = resolve(
+        store, True, AgentInit(session_id=session.id), SessionStoreOptions(resume_policy=ResumePolicy.WALK_BACK)
+    )
+    say.say("with the opt-in walk-back policy instead:")
+    say.resolution(walked)
+
+    say.heading("The client resumes the last good snapshot by id: a fork")
+    fork = resolve(store, True, AgentInit(snapshot_id=s2.snapshot_id, session_id=session.id))
+    say.resolution(fork)
+    assert fork.session is not None
+    _turn(fork.session, "Book the trains, please.", "Done: the 9:11 to Sintra, back at 18:40.")
+    s4 = fork.session.save(finish_reason="stop")
+    say.say(f"turn saved as snapshot {s4.snapshot_id[:8]}: a sibling of the failed {s3.snapshot_id[:8]}")
+    leaf = store.get_snapshot(session_id=session.id)
+    say.say(f"the session's leaf is now {leaf.snapshot_id[:8] if leaf else None} (the most recently created)")
+
+    say.heading("A client-managed agent hydrates from the state the client sent back")
+    client_state = SessionState(session_id="client-chat-1", messages=(Message.of_text("user", "Hi again"),))
+    hydrated = resolve(None, False, AgentInit(state=client_state))
+    say.resolution(hydrated)
+    assert hydrated.session is not None
+    hydrated.session.add_messages(Message.of_text("model", "Welcome back."))
+    final = hydrated.session.final_state()
+    say.say(f"the turn returns its state to the client: {len(final.message_list)} messages, no store write")
+
+    say.heading("Misuse raises instead of failing the turn")
+    say.say("a store given to a client-managed agent (R1):")
+    say.raised(lambda: resolve(store, False, AgentInit()))
+    say.say("a snapshot id sent to a client-managed agent (R2):")
+    say.raised(lambda: resolve(None, False, AgentInit(snapshot_id=s1.snapshot_id)))
+    say.say("client state sent to a server-managed agent (R5):")
+    say.raised(lambda: resolve(store, True, AgentInit(state=client_state)))
+    say.say("a whitespace-only session id (R6):")
+    say.raised(lambda: resolve(store, True, AgentInit(session_id="   ")))
+    say.say("a snapshot id the store has never seen (R7):")
+    say.raised(lambda: resolve(store, True, AgentInit(snapshot_id="no-such-snapshot")))
+    say.say("a snapshot id with a session id it does not belong to (R8):")
+    say.raised(lambda: resolve(store, True, AgentInit(snapshot_id=s1.snapshot_id, session_id="someone-else")))
+    say.say("a snapshot id of the failed turn (R9):")
+    say.raised(lambda: resolve(store, True, AgentInit(snapshot_id=s3.snapshot_id)))
+
+    say.heading("The session's snapshot tree")
+    tree = list(store.list_snapshots(session.id)) if isinstance(store, SupportsList) else [s1, s2, s3, s4]
+    for line in render_tree(tree, leaf_id=leaf.snapshot_id if leaf else None):
+        print(f"   {line}", file=out)
+    return tree
+
+
+def render_tree(snapshots: Sequence[SessionSnapshot], *, leaf_id: str | None = None) -> list[str]:
+    """Draw snapshots as an indented tree (children in creation order), with statuses."""
+    children: dict[str | None, list[SessionSnapshot]] = {}
+    known = {s.snapshot_id for s in snapshots}
+    for snapshot in snapshots:
+        parent = snapshot.parent_id if snapshot.parent_id in known else None
+        children.setdefault(parent, []).append(snapshot)
+    lines: list[str] = []
+
+    def draw(node: SessionSnapshot, prefix: str, last: bool, root: bool) -> None:
+        branch = "" if root else ("`-- " if last else "|-- ")
+        messages = len(node.state.message_list) if node.state else 0
+        marker = "  <- leaf" if node.snapshot_id == leaf_id else ""
+        lines.append(f"{prefix}{branch}{node.snapshot_id[:8]} {node.effective_status.value} ({messages} msgs){marker}")
+        kids = children.get(node.snapshot_id, [])
+        for index, kid in enumerate(kids):
+            draw(kid, prefix + ("" if root else ("    " if last else "|   ")), index == len(kids) - 1, False)
+
+    for root in children.get(None, []):
+        draw(root, "", True, True)
+    return lines
