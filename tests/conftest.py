@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -26,10 +28,9 @@ def _memory_backend(request: pytest.FixtureRequest) -> Iterator[StoreFactory]:
 
 STORE_BACKENDS["memory"] = _memory_backend
 
-try:  # the DynamoDB backends register themselves when their module exists
-    from tests import dynamodb_backends  # noqa: F401
-except ImportError:
-    pass
+if importlib.util.find_spec("tests.dynamodb_backends") is not None:
+    # The DynamoDB backends register themselves in STORE_BACKENDS on import.
+    importlib.import_module("tests.dynamodb_backends")
 
 
 @pytest.fixture(params=sorted(STORE_BACKENDS))

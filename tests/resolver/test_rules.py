@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
@@ -571,10 +572,8 @@ def test_resolving_changes_neither_the_init_nor_the_store(resolve: Resolve) -> N
     init = AgentInit(session_id="s")
     kept = attrs.evolve(init)
     for opts in (SessionStoreOptions(), SessionStoreOptions(resume_policy="walk-back")):
-        try:
+        with contextlib.suppress(GenkitError):
             resolve(store, True, init, opts)
-        except GenkitError:
-            pass
     assert init == kept
     assert list(store.list_snapshots("s")) == before
 
