@@ -174,10 +174,11 @@ _PART_KINDS: dict[str, type] = {
     "toolRequest": ToolRequestPart,
     "toolResponse": ToolResponsePart,
     "data": DataPart,
-    "custom": CustomPart,
     "reasoning": ReasoningPart,
     "resource": ResourcePart,
 }
+"""The exclusive kinds. ``custom`` is not one of them: as in Genkit's schema, it may ride on
+any other kind (kept in that part's ``extra``), and is the kind only when it is alone."""
 
 
 def _structure_part(data: Any, _: Any) -> Any:
@@ -185,10 +186,15 @@ def _structure_part(data: Any, _: Any) -> Any:
         raise TypeError(f"expected a JSON object for a part, got {_json_kind(data)}")
     kinds = [key for key in _PART_KINDS if data.get(key) is not None]
     if len(kinds) > 1:
-        raise ValueError(f"a part holds exactly one of {', '.join(_PART_KINDS)}; this one holds {', '.join(kinds)}")
-    if not kinds:
-        return UnknownPart(data)
-    return converter.structure(data, _PART_KINDS[kinds[0]])
+        raise ValueError(
+            f"a part holds exactly one of {', '.join(_PART_KINDS)} (custom may ride on any); "
+            f"this one holds {', '.join(kinds)}"
+        )
+    if kinds:
+        return converter.structure(data, _PART_KINDS[kinds[0]])
+    if data.get("custom") is not None:
+        return converter.structure(data, CustomPart)
+    return UnknownPart(data)
 
 
 converter.register_structure_hook(Part, _structure_part)
