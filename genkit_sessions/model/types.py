@@ -323,10 +323,12 @@ class ErrorInfo:
     """The graceful-failure payload: a status name, a message, optional details.
 
     This is what an agent output's ``error`` and a snapshot's ``error`` carry.
+    ``status`` is optional on the wire (Genkit's schema allows an error with a
+    message only); the payloads this package writes always set it.
     """
 
-    status: str
-    message: str
+    status: str | None = None
+    message: str = attrs.field(kw_only=True)
     details: Any = _json()
     extra: FrozenDict = _extra()
 
