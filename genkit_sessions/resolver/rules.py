@@ -261,6 +261,8 @@ def _read(request: ReadSnapshot | ReadLeaf) -> Generator[ReadSnapshot | ReadLeaf
     # R16: what came back must be a snapshot, and the one that was asked for.
     if not isinstance(snapshot, SessionSnapshot):
         _fail("R16", Status.DATA_LOSS, f"the store returned {type(snapshot).__name__} instead of a SessionSnapshot")
+    if snapshot.session_id is None:
+        _fail("R16", Status.DATA_LOSS, f"the store returned snapshot {snapshot.snapshot_id!r} without a sessionId")
     if isinstance(request, ReadSnapshot) and snapshot.snapshot_id != request.snapshot_id:
         _fail(
             "R16",
