@@ -511,8 +511,9 @@ class WrongAnswerStore(FailingStore):
             SessionSnapshot(snapshot_id="y", session_id="other", created_at="2026-01-01T00:00:00Z"),
             AgentInit(session_id="s"),
         ),
+        (SessionSnapshot(snapshot_id="x", created_at="2026-01-01T00:00:00Z"), AgentInit(snapshot_id="x")),
     ],
-    ids=["not-a-snapshot", "wrong-snapshot-id", "wrong-session"],
+    ids=["not-a-snapshot", "wrong-snapshot-id", "wrong-session", "no-session-id"],
 )
 def test_r16_store_answering_with_the_wrong_data_is_data_loss(resolve: Resolve, answer: Any, init: AgentInit) -> None:
     resolution = resolve(WrongAnswerStore(answer), True, init)
