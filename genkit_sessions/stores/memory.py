@@ -34,10 +34,14 @@ __all__ = ["AsyncInMemorySessionStore", "InMemorySessionStore"]
 
 @attrs.define
 class _Session:
-    """One session tree's index: its snapshot ids in creation order and its leaf."""
+    """One session tree's index: its snapshot ids in creation order and its leaf.
+
+    The leaf is held as the stored snapshot itself (the same object as in the
+    snapshots map), so a session lookup needs no second probe of that map.
+    """
 
     ids: list[str] = attrs.Factory(list)
-    leaf: str | None = None
+    leaf: SessionSnapshot | None = None
 
 
 @attrs.define
@@ -89,9 +93,7 @@ class InMemorySessionStore:
             if snapshot_id is not None:
                 return tenant.snapshots.get(snapshot_id)
             session = tenant.sessions.get(session_id)  # type: ignore[arg-type]
-            if session is None or session.leaf is None:
-                return None
-            return tenant.snapshots[session.leaf]
+            return None if session is None else session.leaf
 
     def save_snapshot(self, snapshot_id: str, mutator: Mutator, *, context: Context = None) -> SessionSnapshot | None:
         """Atomically apply ``mutator`` to the snapshot ``snapshot_id`` and store the result."""
@@ -108,7 +110,11 @@ class InMemorySessionStore:
                 if session is None:
                     session = tenant.sessions[snapshot.session_id] = _Session()  # type: ignore[index]
                 session.ids.append(snapshot_id)
-                session.leaf = snapshot_id
+                session.leaf = snapshot
+            else:
+                session = tenant.sessions[snapshot.session_id]  # type: ignore[index]
+                if session.leaf is existing:
+                    session.leaf = snapshot
             tenant.snapshots[snapshot_id] = snapshot
             self._notify(context, snapshot, existing)
             return snapshot
@@ -249,7 +255,7 @@ class InMemorySessionStore:
         members = [tenant.snapshots[i] for i in session.ids]
         parents = {s.parent_id for s in members if s.parent_id is not None}
         leaves = [s for s in members if s.snapshot_id not in parents]
-        session.leaf = max(leaves, key=lambda s: (s.created_at, s.snapshot_id)).snapshot_id if leaves else None
+        session.leaf = max(leaves, key=lambda s: (s.created_at, s.snapshot_id)) if leaves else None
         session.ids.sort(key=lambda i: (tenant.snapshots[i].created_at, i))
 
 
