@@ -93,7 +93,15 @@ class InMemorySessionStore:
             if snapshot_id is not None:
                 return tenant.snapshots.get(snapshot_id)
             session = tenant.sessions.get(session_id)  # type: ignore[arg-type]
-            return None if session is None else session.leaf
+            if session is None or not session.ids:
+                return None
+            if session.leaf is None:
+                raise GenkitError(
+                    Status.DATA_LOSS,
+                    f"session {session_id!r} holds {len(session.ids)} snapshot(s) but none is a leaf: its parent "
+                    "chain is cyclic; resume a snapshot by id, or delete and restore the session",
+                )
+            return session.leaf
 
     def save_snapshot(self, snapshot_id: str, mutator: Mutator, *, context: Context = None) -> SessionSnapshot | None:
         """Atomically apply ``mutator`` to the snapshot ``snapshot_id`` and store the result."""
