@@ -14,11 +14,17 @@ from __future__ import annotations
 import enum
 import json
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from types import UnionType
+from typing import Any, TypeVar, Union, get_args, get_origin
 
 import attrs
 import cattrs
-from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
+from cattrs.errors import (
+    AttributeValidationNote,
+    ClassValidationError,
+    ForbiddenExtraKeysError,
+    IterableValidationError,
+)
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from genkit_sessions.errors import GenkitError, Reason, Status
@@ -111,9 +117,24 @@ def _has_extra(cls: Any) -> bool:
     return attrs.has(cls) and any(f.name == "extra" for f in attrs.fields(cls))
 
 
+def _is_array(field_type: Any) -> bool:
+    """True for ``tuple[X, ...]`` and ``tuple[X, ...] | None``: fields whose JSON is an array."""
+    if get_origin(field_type) is tuple:
+        return True
+    return get_origin(field_type) in (Union, UnionType) and any(_is_array(arg) for arg in get_args(field_type))
+
+
+def _at_field(exc: Exception, name: str, cls: type) -> Exception:
+    """Tag ``exc`` with the attribute it is about, as cattrs does, so the error names its JSON path."""
+    exc.__notes__ = [AttributeValidationNote(f"Structuring {cls.__name__} @ attribute {name}", name, cls)]  # type: ignore[attr-defined]
+    return exc
+
+
 def _extra_structure_factory(cls: type) -> Callable[[Any, Any], Any]:
-    wire_fields = [f for f in attrs.fields(cls) if f.name != "extra"]
+    wire_fields = [f for f in attrs.fields(attrs.resolve_types(cls)) if f.name != "extra"]
     known = frozenset(_camel(f.name) for f in wire_fields)
+    # cattrs would read any iterable as an array (an object as its keys), so arrays are checked here.
+    arrays = tuple((_camel(f.name), f.name) for f in wire_fields if _is_array(f.type))
     required = _REQUIRED_KEYS.get(cls, ())
     timestamps = _TIMESTAMP_FIELDS.get(cls, ())
     base: Callable[[Any, Any], Any] = make_dict_structure_fn(
@@ -129,6 +150,13 @@ def _extra_structure_factory(cls: type) -> Callable[[Any, Any], Any]:
         for key in required:
             if data.get(key) is None:
                 raise ValueError(f"{cls.__name__} requires the key {key!r}")
+        not_arrays = [
+            _at_field(TypeError(f"expected an array, got {_json_kind(data[key])}"), name, cls)
+            for key, name in arrays
+            if data.get(key) is not None and not isinstance(data[key], (list, tuple))
+        ]
+        if not_arrays:
+            raise ClassValidationError(f"While structuring {cls.__name__}", not_arrays, cls)
         obj = base(data, cls)
         for name in timestamps:
             text = getattr(obj, name)
