@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from genkit_sessions.errors import GenkitError
 
-COMMAND_MODULES = ("genkit_sessions.cli.demo",)
+COMMAND_MODULES = ("genkit_sessions.cli.demo", "genkit_sessions.cli.conformance_cmd")
 
 
 def build_parser() -> argparse.ArgumentParser:

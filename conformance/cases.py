@@ -1,0 +1,167 @@
+"""Loading the cases: JSON files under ``conformance/cases``, one per area.
+
+A file is ``{"area": ..., "description": ..., "cases": [...]}``. Loading checks
+what the runner relies on (unique ids, known rules, profiles and capabilities,
+exactly one kind of action per case) and expands ``{"$repeat": [text, n]}``
+into ``text * n`` so long ids stay readable in the files. The full format is
+``case.schema.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+__all__ = [
+    "ACTIONS",
+    "CAPABILITIES",
+    "CASES_DIR",
+    "PROFILES",
+    "Case",
+    "CaseFormatError",
+    "expand",
+    "load_cases",
+    "parse_case_file",
+]
+
+CASES_DIR = Path(__file__).with_name("cases")
+PROFILES = ("reject", "walk-back")
+CAPABILITIES = ("restore", "list", "delete", "abort", "heartbeat", "watch", "tenancy")
+ACTIONS = ("resolve", "steps", "codec")
+LEVELS = ("must", "should")
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_RULE = re.compile(r"^(R([1-9]|1[0-7])|S([1-9]|1[0-2])|ID|WIRE|MODEL)$")
+
+
+class CaseFormatError(ValueError):
+    """A case file does not follow the case format; the message names the file and the case."""
+
+
+@attrs.frozen
+class Case:
+    """One conformance case: the behaviour it pins, and the raw (expanded) JSON that describes it."""
+
+    id: str
+    area: str
+    rules: tuple[str, ...]
+    description: str
+    action: str
+    profile: str | None = None
+    requires: frozenset[str] = frozenset()
+    level: str = "must"
+    data: Mapping[str, Any] = attrs.field(factory=dict, repr=False, eq=False)
+
+    @property
+    def rule(self) -> str:
+        """The main rule the case pins (the first one listed)."""
+        return self.rules[0]
+
+
+def expand(value: Any) -> Any:
+    """Replace every ``{"$repeat": [text, n]}`` with ``text * n``, recursively."""
+    if isinstance(value, Mapping):
+        if set(value) == {"$repeat"}:
+            spec = value["$repeat"]
+            if not (
+                isinstance(spec, list)
+                and len(spec) == 2
+                and isinstance(spec[0], str)
+                and isinstance(spec[1], int)
+                and not isinstance(spec[1], bool)
+                and spec[1] >= 0
+            ):
+                raise CaseFormatError(f"$repeat takes [text, count], got {spec!r}")
+            return spec[0] * spec[1]
+        return {k: expand(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [expand(v) for v in value]
+    return value
+
+
+def _case(raw: Any, area: str, where: str) -> Case:
+    if not isinstance(raw, Mapping):
+        raise CaseFormatError(f"{where}: a case must be an object")
+    case_id = raw.get("id")
+    if not isinstance(case_id, str) or not _ID.match(case_id):
+        raise CaseFormatError(f"{where}: id {case_id!r} must match {_ID.pattern}")
+    where = f"{where} ({case_id})"
+    rules = raw.get("rules") if "rules" in raw else [raw.get("rule")]
+    if not isinstance(rules, list) or not rules or not all(isinstance(r, str) and _RULE.match(r) for r in rules):
+        raise CaseFormatError(f"{where}: rule(s) {rules!r} must be R1-R17, S1-S12, ID, WIRE or MODEL")
+    description = raw.get("description")
+    if not isinstance(description, str) or not description.strip():
+        raise CaseFormatError(f"{where}: description must be a non-empty string")
+    actions = [a for a in ACTIONS if a in raw]
+    if len(actions) != 1:
+        raise CaseFormatError(f"{where}: a case has exactly one of {', '.join(ACTIONS)}; found {actions or 'none'}")
+    if actions[0] != "steps" and not isinstance(raw.get("expect"), Mapping):
+        raise CaseFormatError(f"{where}: a {actions[0]} case needs an expect object")
+    profile = raw.get("profile")
+    if profile is not None and profile not in PROFILES:
+        raise CaseFormatError(f"{where}: profile {profile!r} is not one of {PROFILES}")
+    requires = raw.get("requires", [])
+    if not isinstance(requires, list) or any(r not in CAPABILITIES for r in requires):
+        raise CaseFormatError(f"{where}: requires {requires!r} must list capabilities from {CAPABILITIES}")
+    level = raw.get("level", "must")
+    if level not in LEVELS:
+        raise CaseFormatError(f"{where}: level {level!r} is not one of {LEVELS}")
+    return Case(
+        id=case_id,
+        area=area,
+        rules=tuple(rules),
+        description=description,
+        action=actions[0],
+        profile=profile,
+        requires=frozenset(requires),
+        level=level,
+        data=expand(dict(raw)),
+    )
+
+
+def parse_case_file(document: Any, where: str = "<cases>") -> list[Case]:
+    """The cases of one parsed case file."""
+    if not isinstance(document, Mapping):
+        raise CaseFormatError(f"{where}: a case file must be a JSON object")
+    area = document.get("area")
+    if not isinstance(area, str) or not area:
+        raise CaseFormatError(f"{where}: area must be a non-empty string")
+    raw_cases = document.get("cases")
+    if not isinstance(raw_cases, list):
+        raise CaseFormatError(f"{where}: cases must be an array")
+    return [_case(raw, area, f"{where}[{index}]") for index, raw in enumerate(raw_cases)]
+
+
+def load_cases(
+    directory: Path | None = None,
+    *,
+    areas: Iterable[str] | None = None,
+    ids: Sequence[str] | None = None,
+) -> list[Case]:
+    """Every case under ``directory`` (default: the shipped cases), optionally only some areas or ids.
+
+    Raises :class:`CaseFormatError` for a malformed file or a duplicate id.
+    """
+    directory = CASES_DIR if directory is None else directory
+    wanted_areas = None if areas is None else set(areas)
+    cases: list[Case] = []
+    seen: dict[str, str] = {}
+    for path in sorted(directory.glob("*.json")):
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise CaseFormatError(f"{path.name}: not valid JSON: {exc}") from None
+        for case in parse_case_file(document, path.name):
+            if case.id in seen:
+                raise CaseFormatError(f"{path.name}: case id {case.id!r} is also used in {seen[case.id]}")
+            seen[case.id] = path.name
+            if wanted_areas is not None and case.area not in wanted_areas:
+                continue
+            if ids is not None and case.id not in ids:
+                continue
+            cases.append(case)
+    return cases

@@ -1,0 +1,94 @@
+"""The command line shared by ``python -m conformance`` and ``genkit-sessions conformance``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from conformance.cases import PROFILES, load_cases
+from conformance.report import progress_printer, render_rule_table, render_summary, write_json, write_junit
+from conformance.runner import StoreFactory, run_cases
+
+__all__ = ["DEFAULT_STORE", "add_arguments", "load_factory", "main", "run_from_args"]
+
+DEFAULT_STORE = "conformance.factories:memory"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the suite's options to ``parser``."""
+    parser.add_argument(
+        "--store",
+        default=DEFAULT_STORE,
+        metavar="MODULE:FACTORY",
+        help="a callable returning a fresh, empty store (sync or async) for each case (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--profile",
+        choices=PROFILES,
+        default="reject",
+        help="R13 for a non-completed leaf: reject (Go, Java; default) or walk-back (JS, Python)",
+    )
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the results as JSON to FILE")
+    parser.add_argument("--junit-xml", type=Path, metavar="FILE", help="also write the results as JUnit XML to FILE")
+    parser.add_argument("--area", action="append", help="run only this area (repeatable): resolver, store, wire, ids")
+    parser.add_argument("--case", action="append", metavar="ID", help="run only the case with this id (repeatable)")
+    parser.add_argument("--by-rule", action="store_true", help="also print a table of outcomes per rule")
+
+
+def load_factory(spec: str) -> StoreFactory:
+    """Import ``module:attribute`` (the attribute may be dotted) and return it; it must be callable."""
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        raise SystemExit(f"--store {spec!r}: use MODULE:FACTORY, for example {DEFAULT_STORE}")
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise SystemExit(f"--store {spec!r}: cannot import {module_name!r}: {exc}") from None
+    for part in attribute.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise SystemExit(f"--store {spec!r}: {module_name!r} has no attribute {attribute!r}") from None
+    if not callable(target):
+        raise SystemExit(f"--store {spec!r}: {attribute!r} is not callable; name a class or a function")
+    factory: StoreFactory = target
+    return factory
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    """Run the suite as the parsed options say, print the tables; 0 when every required case passed."""
+    factory = load_factory(args.store)
+    cases = load_cases(areas=args.area, ids=args.case)
+    report = asyncio.run(
+        run_cases(
+            factory,
+            cases,
+            profile=args.profile,
+            store_name=args.store,
+            on_result=progress_printer(sys.stderr),
+        )
+    )
+    print(render_summary(report))
+    if args.by_rule:
+        print()
+        print(render_rule_table(report))
+    if args.json is not None:
+        write_json(report, args.json)
+    if args.junit_xml is not None:
+        write_junit(report, args.junit_xml)
+    return 0 if report.ok else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m conformance``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m conformance",
+        description="Run the genkit_sessions conformance cases against a session store.",
+    )
+    add_arguments(parser)
+    return run_from_args(parser.parse_args(argv))

@@ -1,0 +1,567 @@
+"""The runner: every case against a fresh store, its outcome judged by the case's ``expect``.
+
+Resolve cases go through :class:`genkit_sessions.SessionResolver` (sync or
+async, as the store is); step cases call the store directly; codec cases use
+the wire converter alone. A failure message starts with the rule the case pins
+(``[S5] ...``), so a broken store is named by the rule it breaks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, MutableMapping, Sequence
+from datetime import timedelta
+from typing import Any
+
+import attrs
+
+from conformance.cases import Case, load_cases
+from conformance.match import Mismatch, match
+from conformance.store_handle import StoreHandle, close_store, context_for, detect_capabilities, with_fault
+from genkit_sessions.errors import GenkitError, Status
+from genkit_sessions.model.clock import parse_timestamp
+from genkit_sessions.model.frozen_json import thaw
+from genkit_sessions.model.types import AgentInit, Message, Part, SessionSnapshot, SessionState, SnapshotStatus
+from genkit_sessions.model.wire import converter, from_wire, to_wire
+from genkit_sessions.resolver import SessionResolver, SessionStoreOptions
+from genkit_sessions.resolver.options import StateValidator
+
+__all__ = ["CaseResult", "StoreFactory", "SuiteReport", "run_cases", "run_suite"]
+
+StoreFactory = Callable[[], Any]
+"""Returns a fresh, empty store (blocking or async) each time it is called."""
+
+_WATCH_TIMEOUT = 2.0
+_CODEC_TYPES: dict[str, Any] = {
+    "SessionSnapshot": SessionSnapshot,
+    "SessionState": SessionState,
+    "AgentInit": AgentInit,
+    "Message": Message,
+    "Part": Part,
+}
+
+
+class CaseFailed(Exception):
+    """Internal: a case's outcome differs from its expectation; the message says how."""
+
+
+@attrs.frozen
+class CaseResult:
+    """One case's outcome: ``passed``, ``failed`` or ``skipped``, with why."""
+
+    case: Case
+    outcome: str
+    message: str = ""
+    seconds: float = 0.0
+
+
+@attrs.frozen
+class SuiteReport:
+    """Every case's result, the capabilities detected, and the profile the suite ran under."""
+
+    store: str
+    profile: str
+    capabilities: Mapping[str, bool]
+    results: tuple[CaseResult, ...]
+    seconds: float
+
+    def count(self, outcome: str) -> int:
+        """How many cases ended with ``outcome``."""
+        return sum(1 for r in self.results if r.outcome == outcome)
+
+    @property
+    def failures(self) -> tuple[CaseResult, ...]:
+        """The failed results, required or not."""
+        return tuple(r for r in self.results if r.outcome == "failed")
+
+    @property
+    def ok(self) -> bool:
+        """True when no required (``must``) case failed."""
+        return not any(r.case.level == "must" for r in self.failures)
+
+    def assert_passed(self) -> None:
+        """Raise AssertionError listing every failed required case (for a store author's own test)."""
+        failed = [r for r in self.failures if r.case.level == "must"]
+        if failed:
+            lines = "\n".join(f"  {r.case.id}: {r.message}" for r in failed)
+            raise AssertionError(f"{len(failed)} required conformance case(s) failed against {self.store}:\n{lines}")
+
+
+# --- expectations -----------------------------------------------------------------------------
+
+
+def _fail(case: Case, message: str) -> CaseFailed:
+    return CaseFailed(f"[{case.rule}] {message}")
+
+
+def _check(case: Case, what: str, actual: Any, expected: Any, captures: MutableMapping[str, Any]) -> None:
+    try:
+        match(actual, expected, captures)
+    except Mismatch as mismatch:
+        raise _fail(case, f"{what}: {mismatch}") from None
+
+
+def _check_raised(case: Case, what: str, error: BaseException, expected: Mapping[str, Any]) -> None:
+    if not isinstance(error, GenkitError):
+        raise _fail(case, f"{what} raised a raw {type(error).__name__} ({error}) instead of a status-carrying error")
+    if error.status.value != expected["status"]:
+        raise _fail(case, f"{what} raised {error.status.value} ({error.message}), expected {expected['status']}")
+    if "reason" in expected and error.reason != expected["reason"]:
+        raise _fail(case, f"{what} raised reason {error.reason}, expected {expected['reason']} ({error.message})")
+    for text in expected.get("messageContains", ()):
+        if text not in error.message:
+            raise _fail(case, f"{what} raised a message without {text!r}: {error.message!r}")
+    if "details" in expected:
+        _check(case, f"{what} error details", thaw(error.details), expected["details"], {})
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, SessionSnapshot):
+        return f"snapshot {value.snapshot_id!r} ({value.effective_status.value})"
+    text = repr(value)
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+# --- resolve cases ----------------------------------------------------------------------------
+
+
+def _validator(spec: Mapping[str, Any] | None) -> StateValidator | None:
+    """The named validators a case can configure (see IMPLEMENTING.md)."""
+    if spec is None:
+        return None
+    name = spec["validator"]
+    if name == "requireKeys":
+        keys = list(spec["keys"])
+
+        def require_keys(custom: Any) -> list[str]:
+            if not isinstance(custom, Mapping):
+                return [f"custom state must be an object with keys {keys}"]
+            return [f"missing key {key!r}" for key in keys if key not in custom]
+
+        return require_keys
+    if name == "rejectAll":
+        finding = str(spec.get("finding", "rejected"))
+        return lambda custom: [finding]
+    if name == "acceptAll":
+        return lambda custom: []
+    if name == "raises":
+        message = str(spec.get("message", "invalid state"))
+
+        def raises(custom: Any) -> list[str]:
+            raise ValueError(message)
+
+        return raises
+    raise ValueError(f"unknown validator {name!r}")
+
+
+async def _seed(case: Case, handle: StoreHandle, capabilities: Mapping[str, bool]) -> list[tuple[str | None, str]]:
+    """Put the case's ``given`` snapshots in the store; returns (tenant, snapshot id) of each."""
+    given = case.data.get("given") or {}
+    groups: list[tuple[str | None, Sequence[Any]]] = [(None, given.get("snapshots", []))]
+    groups += [(tenant, snaps) for tenant, snaps in (given.get("tenants") or {}).items()]
+    seeded: list[tuple[str | None, str]] = []
+    for tenant, snaps in groups:
+        if not snaps:
+            continue
+        snapshots = [from_wire(SessionSnapshot, s) for s in snaps]
+        context = context_for(tenant)
+        if capabilities.get("restore"):
+            await handle.call("restore_snapshots", snapshots, context=context)
+        else:
+            for snapshot in snapshots:
+                await handle.call("save_snapshot", snapshot.snapshot_id, _constant(snapshot), context=context)
+        seeded += [(tenant, s.snapshot_id) for s in snapshots]
+    return seeded
+
+
+def _constant(snapshot: SessionSnapshot) -> Callable[[Any], SessionSnapshot]:
+    return lambda _existing: snapshot
+
+
+async def _read_back(handle: StoreHandle, seeded: Iterable[tuple[str | None, str]]) -> list[Any]:
+    found = []
+    for tenant, snapshot_id in seeded:
+        snapshot = await handle.call("get_snapshot", snapshot_id=snapshot_id, context=context_for(tenant))
+        found.append(None if snapshot is None else to_wire(snapshot))
+    return found
+
+
+async def _run_resolve(case: Case, handle: StoreHandle, profile: str, capabilities: Mapping[str, bool]) -> None:
+    spec = case.data["resolve"]
+    expect = case.data["expect"]
+    seeded = await _seed(case, handle, capabilities)
+    before = await _read_back(handle, seeded)
+    server_managed = bool(spec["serverManaged"])
+    with_store = bool(spec.get("withStore", server_managed))
+    store: Any = handle.store if with_store else None
+    if store is not None and "fault" in spec:
+        store = with_fault(handle, spec["fault"])
+    now = parse_timestamp(spec.get("now", "2026-01-01T00:00:00Z"))
+    opts = SessionStoreOptions(
+        context=context_for(spec.get("tenant")),
+        state_validator=_validator(spec.get("validator")),
+        resume_policy=profile,
+        heartbeat_timeout=timedelta(seconds=float(spec.get("heartbeatTimeoutSeconds", 60))),
+        clock=lambda: now,
+    )
+    init_json = spec.get("init")
+    init = None if init_json is None else from_wire(AgentInit, init_json)
+    try:
+        if store is not None and handle.is_async:
+            resolution = await SessionResolver.aresolve(store, server_managed, init, opts)
+        else:
+            resolution = SessionResolver.resolve(store, server_managed, init, opts)
+    except Exception as error:
+        if "raise" not in expect:
+            raise _fail(case, f"resolve raised {error!r}, expected {_expected_outcome(expect)}") from None
+        _check_raised(case, "resolve", error, expect["raise"])
+    else:
+        if "raise" in expect:
+            got = f"failure {resolution.error.status}" if resolution.error else f"a {resolution.source} session"
+            raise _fail(case, f"resolve returned {got}, expected it to raise {expect['raise']['status']}")
+        captures: dict[str, Any] = {}
+        if "failure" in expect:
+            if resolution.error is None:
+                raise _fail(case, f"resolve returned a {resolution.source} session, expected a failure")
+            _check(case, "failure", to_wire(resolution.error), expect["failure"], captures)
+        else:
+            if resolution.error is not None:
+                info = resolution.error
+                raise _fail(case, f"resolve failed with {info.status}: {info.message}; expected a session")
+            assert resolution.session is not None
+            session = resolution.session
+            actual = {
+                "source": str(resolution.source),
+                "sessionId": session.id,
+                "parentSnapshotId": session.origin.snapshot_id if session.origin is not None else None,
+                "state": to_wire(session.state),
+                "messageCount": len(session.messages),
+            }
+            _check(case, "session", actual, expect["session"], captures)
+    after = await _read_back(handle, seeded)
+    if after != before:
+        changed = [sid for (_, sid), a, b in zip(seeded, after, before, strict=False) if a != b]
+        raise _fail(case, f"resolving changed what the store holds (snapshots {changed})")
+
+
+def _expected_outcome(expect: Mapping[str, Any]) -> str:
+    if "failure" in expect:
+        return f"a failure with {expect['failure'].get('status')}"
+    return "a session"
+
+
+# --- codec cases ------------------------------------------------------------------------------
+
+
+def _run_codec(case: Case) -> None:
+    spec = case.data["codec"]
+    expect = case.data["expect"]
+    cls = _CODEC_TYPES[spec["type"]]
+    try:
+        decoded = from_wire(cls, spec["json"])
+    except Exception as error:
+        if "raise" not in expect:
+            raise _fail(case, f"decoding raised {error!r}") from None
+        _check_raised(case, "decoding", error, expect["raise"])
+        return
+    if "raise" in expect:
+        raise _fail(case, f"decoding succeeded, expected {expect['raise']['status']}")
+    encoded = converter.unstructure(decoded, cls)
+    if expect.get("roundTrip"):
+        _check(case, "round trip", encoded, {"$exact": spec["json"]}, {})
+    if "wire" in expect:
+        _check(case, "encoded", encoded, expect["wire"], {})
+
+
+# --- step cases -------------------------------------------------------------------------------
+
+
+def _snapshot_json(spec: Mapping[str, Any], snapshot_id: str) -> SessionSnapshot:
+    data = {"snapshotId": snapshot_id, **spec}
+    stamped = "createdAt" in data
+    if not stamped:
+        data["createdAt"] = "1970-01-01T00:00:00Z"
+    snapshot = from_wire(SessionSnapshot, data)
+    return snapshot if stamped else attrs.evolve(snapshot, created_at="")
+
+
+def _mutator(spec: Mapping[str, Any], snapshot_id: str, seen: list[Any]) -> Callable[[Any], Any]:
+    """A declarative mutator: write, update, skip, fail or incrementCustom (see IMPLEMENTING.md)."""
+
+    def mutate(existing: SessionSnapshot | None) -> SessionSnapshot | None:
+        seen.append(None if existing is None else to_wire(existing))
+        if "write" in spec:
+            return _snapshot_json(spec["write"], snapshot_id)
+        if "update" in spec:
+            if existing is None:
+                return None
+            merged = {**to_wire(existing), **spec["update"]}
+            return from_wire(SessionSnapshot, {k: v for k, v in merged.items() if v is not None})
+        if spec.get("skip"):
+            return None
+        if "fail" in spec:
+            raise GenkitError(Status(spec["fail"]["status"]), str(spec["fail"].get("message", "mutator failed")))
+        if "incrementCustom" in spec:
+            key = spec["incrementCustom"]
+            if existing is None:
+                return _snapshot_json(
+                    {"sessionId": spec["sessionId"], "status": "pending", "state": {"custom": {key: 1}}}, snapshot_id
+                )
+            custom = thaw(existing.state.custom) if existing.state is not None else {}
+            custom = dict(custom or {})
+            custom[key] = int(custom.get(key, 0)) + 1
+            state = attrs.evolve(existing.state or SessionState(), custom=custom)
+            return attrs.evolve(existing, state=state)
+        raise ValueError(f"unknown mutator {dict(spec)!r}")
+
+    return mutate
+
+
+def _tamper(value: Any, depth: int = 0) -> None:
+    """Try every ordinary way a caller could change what a read returned; ignore refusals."""
+    if depth > 6:
+        return
+    if isinstance(value, MutableMapping):
+        for key in list(value):
+            _tamper(value[key], depth + 1)
+        with contextlib.suppress(Exception):
+            value["conformance-tampered"] = True
+    elif isinstance(value, list):
+        for item in value:
+            _tamper(item, depth + 1)
+        with contextlib.suppress(Exception):
+            value.append("conformance-tampered")
+    elif isinstance(value, (tuple, frozenset)):
+        for item in value:
+            _tamper(item, depth + 1)
+    elif attrs.has(type(value)):
+        for field in attrs.fields(type(value)):
+            _tamper(getattr(value, field.name), depth + 1)
+        for field in attrs.fields(type(value)):
+            try:
+                if field.name in ("status",):
+                    setattr(value, field.name, SnapshotStatus.FAILED)
+                elif field.name in ("snapshot_id", "session_id", "text", "created_at"):
+                    setattr(value, field.name, "conformance-tampered")
+            except Exception:
+                pass
+    elif hasattr(value, "__dict__"):
+        for sub in list(vars(value).values()):
+            _tamper(sub, depth + 1)
+
+
+async def _watch(
+    case: Case, handle: StoreHandle, step: Mapping[str, Any], captures: MutableMapping[str, Any]
+) -> list[str]:
+    context = context_for(step.get("tenant"))
+    stream: Any = handle.store.watch_status(step["snapshotId"], context=context)
+    if not hasattr(stream, "__anext__"):
+        stream = await stream
+    iterator: AsyncIterator[Any] = stream
+    statuses: list[str] = []
+    try:
+        statuses.append(str(SnapshotStatus(await asyncio.wait_for(iterator.__anext__(), _WATCH_TIMEOUT))))
+        for inner in step.get("during", ()):
+            await _run_step(case, handle, inner, captures)
+        while statuses[-1] not in ("completed", "failed", "aborted"):
+            try:
+                status = await asyncio.wait_for(iterator.__anext__(), _WATCH_TIMEOUT)
+            except (StopAsyncIteration, asyncio.TimeoutError):
+                break
+            statuses.append(str(SnapshotStatus(status)))
+    finally:
+        closer = getattr(iterator, "aclose", None)
+        if closer is not None:
+            await closer()
+    return statuses
+
+
+async def _concurrent_saves(handle: StoreHandle, step: Mapping[str, Any]) -> Any:
+    count = int(step["count"])
+    context = context_for(step.get("tenant"))
+    snapshot_id = step["snapshotId"]
+
+    def mutator() -> Callable[[Any], Any]:
+        return _mutator(step["mutator"], snapshot_id, [])
+
+    if handle.is_async:
+        await asyncio.gather(
+            *(handle.call("save_snapshot", snapshot_id, mutator(), context=context) for _ in range(count))
+        )
+    else:
+        loop = asyncio.get_running_loop()
+        with concurrent.futures.ThreadPoolExecutor(max_workers=min(count, 8)) as pool:
+            await asyncio.gather(
+                *(
+                    loop.run_in_executor(
+                        pool, lambda: handle.store.save_snapshot(snapshot_id, mutator(), context=context)
+                    )
+                    for _ in range(count)
+                )
+            )
+    return await handle.call("get_snapshot", snapshot_id=snapshot_id, context=context)
+
+
+async def _perform(
+    case: Case, handle: StoreHandle, step: Mapping[str, Any], captures: MutableMapping[str, Any], seen: list[Any]
+) -> Any:
+    op = step["op"]
+    context = context_for(step.get("tenant"))
+    if op == "get":
+        kwargs = {k: step[v] for k, v in (("snapshot_id", "snapshotId"), ("session_id", "sessionId")) if v in step}
+        return await handle.call("get_snapshot", context=context, **kwargs)
+    if op == "save":
+        mutator = _mutator(step["mutator"], step["snapshotId"], seen)
+        return await handle.call("save_snapshot", step["snapshotId"], mutator, context=context)
+    if op == "list":
+        listed = await handle.call("list_snapshots", step["sessionId"], context=context)
+        return [s.snapshot_id for s in listed]
+    if op == "delete":
+        return await handle.call("delete_session", step["sessionId"], context=context)
+    if op == "abort":
+        before = await handle.call("abort_snapshot", step["snapshotId"], context=context)
+        return None if before is None else str(SnapshotStatus(before))
+    if op == "heartbeat":
+        return await handle.call("heartbeat", step["snapshotId"], context=context)
+    if op == "watch":
+        return await _watch(case, handle, step, captures)
+    if op == "concurrentSaves":
+        return await _concurrent_saves(handle, step)
+    if op == "tamper":
+        kwargs = {"snapshot_id": step["snapshotId"]} if "snapshotId" in step else {"session_id": step["sessionId"]}
+        first = await handle.call("get_snapshot", context=context, **kwargs)
+        if first is None:
+            raise _fail(case, f"tamper: nothing to read at {kwargs}")
+        original = to_wire(first)
+        _tamper(first)
+        again = await handle.call("get_snapshot", context=context, **kwargs)
+        if again is None or to_wire(again) != original:
+            raise _fail(case, "a caller changed what the store holds by modifying what a read returned")
+        return again
+    raise ValueError(f"unknown op {op!r}")
+
+
+async def _run_step(
+    case: Case, handle: StoreHandle, step: Mapping[str, Any], captures: MutableMapping[str, Any]
+) -> None:
+    op = step["op"]
+    what = f"step {op} {step.get('snapshotId') or step.get('sessionId') or ''}".rstrip()
+    expect = step.get("expect", {})
+    seen: list[Any] = []
+    try:
+        result = await _perform(case, handle, step, captures, seen)
+    except CaseFailed:
+        raise
+    except Exception as error:
+        if "raise" not in expect:
+            if not isinstance(error, GenkitError):
+                raise _fail(case, f"{what} raised a raw {type(error).__name__} ({error}) [S12]") from None
+            raise _fail(case, f"{what} raised {error.status.value}: {error.message}") from None
+        _check_raised(case, what, error, expect["raise"])
+        return
+    if "raise" in expect:
+        raise _fail(case, f"{what} returned {_describe(result)}, expected it to raise {expect['raise']['status']}")
+    mutator_spec = step.get("mutator")
+    if isinstance(mutator_spec, Mapping) and "sees" in mutator_spec:
+        _check(case, f"{what}: what the mutator saw", seen[-1] if seen else None, mutator_spec["sees"], captures)
+    if expect.get("none") and result is not None:
+        raise _fail(case, f"{what} returned {_describe(result)}, expected none")
+    if "snapshot" in expect:
+        if not isinstance(result, SessionSnapshot):
+            raise _fail(case, f"{what} returned {_describe(result)}, expected a snapshot")
+        _check(case, what, to_wire(result), expect["snapshot"], captures)
+    if "value" in expect:
+        _check(case, what, result, {"$exact": expect["value"]}, captures)
+    if "snapshotIds" in expect:
+        _check(case, what, result, expect["snapshotIds"], captures)
+    if "statuses" in expect:
+        _check(case, what, result, expect["statuses"], captures)
+
+
+async def _run_steps(case: Case, handle: StoreHandle, capabilities: Mapping[str, bool]) -> None:
+    await _seed(case, handle, capabilities)
+    captures: dict[str, Any] = {}
+    for step in case.data["steps"]:
+        await _run_step(case, handle, step, captures)
+
+
+# --- the suite --------------------------------------------------------------------------------
+
+
+def _skip_reason(case: Case, profile: str, capabilities: Mapping[str, bool]) -> str | None:
+    if case.profile is not None and case.profile != profile:
+        return f"profile {case.profile} only"
+    missing = sorted(c for c in case.requires if not capabilities.get(c))
+    if missing:
+        return f"store lacks {', '.join(missing)}"
+    return None
+
+
+async def _run_case(case: Case, factory: StoreFactory, profile: str, capabilities: Mapping[str, bool]) -> CaseResult:
+    reason = _skip_reason(case, profile, capabilities)
+    if reason is not None:
+        return CaseResult(case, "skipped", reason)
+    started = time.perf_counter()
+    handle: StoreHandle | None = None
+    try:
+        if case.action == "codec":
+            _run_codec(case)
+        else:
+            handle = StoreHandle(factory())
+            if case.action == "resolve":
+                await _run_resolve(case, handle, profile, capabilities)
+            else:
+                await _run_steps(case, handle, capabilities)
+    except CaseFailed as failed:
+        return CaseResult(case, "failed", str(failed), time.perf_counter() - started)
+    except Exception as error:
+        message = f"[{case.rule}] the case could not run: {type(error).__name__}: {error}"
+        return CaseResult(case, "failed", message, time.perf_counter() - started)
+    finally:
+        if handle is not None:
+            await close_store(handle.store)
+    return CaseResult(case, "passed", "", time.perf_counter() - started)
+
+
+async def run_cases(
+    factory: StoreFactory,
+    cases: Sequence[Case],
+    *,
+    profile: str = "reject",
+    store_name: str = "store",
+    on_result: Callable[[int, int, CaseResult], None] | None = None,
+) -> SuiteReport:
+    """Run ``cases`` against fresh stores from ``factory``; ``on_result`` sees each result as it comes."""
+    started = time.perf_counter()
+    capabilities = await detect_capabilities(factory)
+    results: list[CaseResult] = []
+    for index, case in enumerate(cases, 1):
+        result = await _run_case(case, factory, profile, capabilities)
+        results.append(result)
+        if on_result is not None:
+            on_result(index, len(cases), result)
+    return SuiteReport(store_name, profile, capabilities, tuple(results), time.perf_counter() - started)
+
+
+def run_suite(
+    factory: StoreFactory,
+    *,
+    profile: str = "reject",
+    areas: Iterable[str] | None = None,
+    ids: Sequence[str] | None = None,
+    store_name: str | None = None,
+    on_result: Callable[[int, int, CaseResult], None] | None = None,
+) -> SuiteReport:
+    """Run the shipped cases against ``factory``'s stores and return the report.
+
+    The entry point for a store author's own test::
+
+        def test_my_store_conforms():
+            conformance.run_suite(MyStore).assert_passed()
+    """
+    cases = load_cases(areas=areas, ids=ids)
+    name = store_name or str(getattr(factory, "__qualname__", repr(factory)))
+    return asyncio.run(run_cases(factory, cases, profile=profile, store_name=name, on_result=on_result))

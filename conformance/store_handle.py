@@ -1,0 +1,144 @@
+"""One face for sync and async stores, capability detection, and fault injection for R15/R16.
+
+The runner talks to every store through :class:`StoreHandle`, which awaits
+what needs awaiting, so one runner serves blocking and async stores alike.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from genkit_sessions.errors import GenkitError, Status
+from genkit_sessions.model.types import SessionSnapshot
+from genkit_sessions.model.wire import from_wire
+from genkit_sessions.stores.protocol import Context
+
+__all__ = ["METHOD_CAPABILITIES", "StoreHandle", "context_for", "detect_capabilities", "fault_error", "with_fault"]
+
+METHOD_CAPABILITIES: dict[str, str] = {
+    "restore": "restore_snapshots",
+    "list": "list_snapshots",
+    "delete": "delete_session",
+    "abort": "abort_snapshot",
+    "heartbeat": "heartbeat",
+    "watch": "watch_status",
+}
+"""Capability name -> the optional store method that provides it. ``tenancy`` is probed instead."""
+
+
+def context_for(tenant: str | None) -> Context:
+    """The request context a case's tenant stands for (None for the default tenant)."""
+    return None if tenant is None else {"tenant": tenant}
+
+
+class StoreHandle:
+    """A store seen through coroutines, whether its methods are blocking or async."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.is_async = inspect.iscoroutinefunction(getattr(store, "get_snapshot", None))
+
+    def has(self, method: str) -> bool:
+        """True when the store offers ``method``."""
+        return callable(getattr(self.store, method, None))
+
+    async def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Call ``method``, awaiting its result when it is awaitable."""
+        result = getattr(self.store, method)(*args, **kwargs)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+
+async def detect_capabilities(factory: Callable[[], Any]) -> dict[str, bool]:
+    """Which optional capabilities the factory's stores offer.
+
+    Methods are detected by name; tenancy by saving under one tenant and reading
+    under another on a store of its own (isolated means supported).
+    """
+    handle = StoreHandle(factory())
+    found = {name: handle.has(method) for name, method in METHOD_CAPABILITIES.items()}
+    probe = SessionSnapshot(snapshot_id="conformance-probe", session_id="conformance-probe", created_at="")
+    try:
+        await handle.call("save_snapshot", "conformance-probe", lambda _: probe, context=context_for("probe-a"))
+        leaked = await handle.call("get_snapshot", snapshot_id="conformance-probe", context=context_for("probe-b"))
+        own = await handle.call("get_snapshot", snapshot_id="conformance-probe", context=context_for("probe-a"))
+        found["tenancy"] = leaked is None and own is not None
+    except Exception:
+        found["tenancy"] = False
+    await close_store(handle.store)
+    return found
+
+
+async def close_store(store: Any) -> None:
+    """Close a store that has ``close`` or ``aclose`` (DynamoDB clients, say); do nothing otherwise."""
+    for name in ("aclose", "close"):
+        closer = getattr(store, name, None)
+        if callable(closer):
+            result = closer()
+            if inspect.isawaitable(result):
+                await result
+            return
+
+
+def fault_error(fault: Mapping[str, Any]) -> BaseException:
+    """The exception a fault spec stands for: a status-carrying error or a raw backend failure."""
+    kind = fault.get("kind", "status")
+    message = str(fault.get("message", "injected store failure"))
+    if kind == "status":
+        return GenkitError(Status(fault["status"]), message)
+    if kind == "timeout":
+        return TimeoutError(message)
+    if kind == "connection":
+        return ConnectionError(message)
+    if kind == "permission":
+        return PermissionError(message)
+    if kind == "unexpected":
+        return RuntimeError(message)
+    raise ValueError(f"unknown fault kind {kind!r}")
+
+
+class _FaultySync:
+    """Wraps a blocking store; read number ``after_reads`` and later fail as the fault says."""
+
+    def __init__(self, inner: Any, fault: Mapping[str, Any]) -> None:
+        self._inner = inner
+        self._fault = fault
+        self._reads = 0
+
+    def _read(self, **kwargs: Any) -> Any:
+        self._reads += 1
+        if self._reads > int(self._fault.get("afterReads", 0)):
+            if self._fault.get("kind") == "returnSnapshot":
+                return from_wire(SessionSnapshot, self._fault["snapshot"])
+            raise fault_error(self._fault)
+        return None
+
+    def get_snapshot(self, **kwargs: Any) -> Any:
+        injected = self._read(**kwargs)
+        if injected is not None or self._reads > int(self._fault.get("afterReads", 0)):
+            return injected
+        return self._inner.get_snapshot(**kwargs)
+
+    def save_snapshot(self, *args: Any, **kwargs: Any) -> Any:
+        return self._inner.save_snapshot(*args, **kwargs)
+
+
+class _FaultyAsync(_FaultySync):
+    """The async twin of :class:`_FaultySync`."""
+
+    async def get_snapshot(self, **kwargs: Any) -> Any:
+        injected = self._read(**kwargs)
+        if injected is not None or self._reads > int(self._fault.get("afterReads", 0)):
+            return injected
+        return await self._inner.get_snapshot(**kwargs)
+
+    async def save_snapshot(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._inner.save_snapshot(*args, **kwargs)
+
+
+def with_fault(handle: StoreHandle, fault: Mapping[str, Any]) -> Any:
+    """The handle's store, wrapped so that its reads fail (or return wrong data) as ``fault`` says."""
+    return _FaultyAsync(handle.store, fault) if handle.is_async else _FaultySync(handle.store, fault)

@@ -1,0 +1,25 @@
+"""``genkit-sessions conformance``: run the conformance suite against a store (default: in memory)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def _run(args: argparse.Namespace) -> int:
+    from conformance.cli import run_from_args
+
+    return run_from_args(args)
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``conformance`` command."""
+    from conformance.cli import add_arguments
+
+    parser = subparsers.add_parser(
+        "conformance",
+        help="run the conformance cases against a session store",
+        description="Run the language-neutral conformance cases against a store and print a table per area.",
+    )
+    add_arguments(parser)
+    parser.set_defaults(func=_run)
