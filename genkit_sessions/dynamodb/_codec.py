@@ -1,0 +1,299 @@
+"""Pure helpers of the DynamoDB store: compression, chunking, JSON diffs and the state blob plan.
+
+Nothing here talks to DynamoDB, so every function can be tested (and
+property-tested) on its own.
+
+A session state is stored as a *recipe*: an ordered list of immutable blobs
+whose payloads, folded from the first to the last, rebuild the state. A
+payload is a JSON object with
+
+- ``"n"``: the state is None (resets everything);
+- ``"m"``: the full message list (replaces), or ``"a"``: messages to append;
+- ``"r"``: the full rest of the state (everything but ``messages``), or
+  ``"p"``: a patch (:func:`diff`) to the previous rest;
+- ``"h"``: whether the state has a ``messages`` key at all.
+
+A snapshot normally adds one small *delta* blob to its parent's recipe. Every
+``checkpoint_every`` deltas, the trailing deltas are folded into one *page*
+holding just the messages appended since the previous page plus the full rest,
+so no message is ever written more than twice and a recipe stays short.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from genkit_sessions.model.types import Message, SessionState
+from genkit_sessions.model.wire import to_wire
+
+__all__ = [
+    "CorruptData",
+    "Plan",
+    "Recipe",
+    "apply_patch",
+    "compress",
+    "decompress",
+    "diff",
+    "fold",
+    "join_parts",
+    "plan_state",
+    "split_parts",
+    "strict_equal",
+]
+
+_FORMAT = b"\x01"
+
+
+class CorruptData(ValueError):
+    """Stored bytes that cannot be decoded (the store reports them as DATA_LOSS)."""
+
+
+# --- compression and chunking ---------------------------------------------------------------
+
+
+def compress(value: Any) -> bytes:
+    """Compact JSON, zlib-compressed, behind a one-byte format tag."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return _FORMAT + zlib.compress(text.encode("utf-8"), 6)
+
+
+def decompress(data: bytes) -> Any:
+    """Invert :func:`compress`; raise :class:`CorruptData` for anything else."""
+    if not data or data[:1] != _FORMAT:
+        raise CorruptData("unknown blob format tag")
+    try:
+        return json.loads(zlib.decompress(data[1:]).decode("utf-8"))
+    except (zlib.error, UnicodeDecodeError, ValueError) as exc:
+        raise CorruptData(f"blob does not decompress to JSON: {exc}") from None
+
+
+def split_parts(data: bytes, size: int) -> list[bytes]:
+    """Cut ``data`` into parts of at most ``size`` bytes (one empty part for empty data)."""
+    if size <= 0:
+        raise ValueError("part size must be positive")
+    return [data[i : i + size] for i in range(0, len(data), size)] or [b""]
+
+
+def join_parts(parts: Sequence[bytes]) -> bytes:
+    """Invert :func:`split_parts`."""
+    return b"".join(parts)
+
+
+# --- JSON equality and diffs ----------------------------------------------------------------
+
+
+def strict_equal(a: Any, b: Any) -> bool:
+    """JSON equality that tells ``1``, ``1.0`` and ``True`` apart (Python's ``==`` does not)."""
+    if a is b:
+        return True
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(strict_equal(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return (
+            isinstance(b, (list, tuple))
+            and len(a) == len(b)
+            and all(strict_equal(x, y) for x, y in zip(a, b, strict=True))
+        )
+    return type(a) is type(b) and a == b
+
+
+def diff(old: Any, new: Any) -> list[list[Any]]:
+    """A patch turning ``old`` into ``new``: ops ``["s", path, value]`` (set), ``["d", path]``
+    (delete key) and ``["+", path, items]`` (append to a list that grew)."""
+    ops: list[list[Any]] = []
+    _diff(old, new, [], ops)
+    return ops
+
+
+def _diff(old: Any, new: Any, path: list[Any], ops: list[list[Any]]) -> None:
+    if strict_equal(old, new):
+        return
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in old:
+            if key not in new:
+                ops.append(["d", [*path, key]])
+        for key, value in new.items():
+            if key in old:
+                _diff(old[key], value, [*path, key], ops)
+            else:
+                ops.append(["s", [*path, key], value])
+        return
+    if isinstance(old, list) and isinstance(new, list) and len(new) > len(old) and strict_equal(old, new[: len(old)]):
+        ops.append(["+", path, new[len(old) :]])
+        return
+    ops.append(["s", path, new])
+
+
+def apply_patch(doc: Any, ops: Sequence[Any]) -> Any:
+    """Apply a :func:`diff` patch, copying only what it changes (``doc`` is never modified)."""
+    for op in ops:
+        if not isinstance(op, list) or len(op) < 2 or not isinstance(op[1], list):
+            raise CorruptData(f"malformed patch op {op!r}")
+        doc = _apply(doc, op[0], op[1], op[2] if len(op) > 2 else None, 0)
+    return doc
+
+
+def _apply(doc: Any, kind: Any, path: list[Any], value: Any, depth: int) -> Any:
+    if depth == len(path):
+        if kind == "s":
+            return value
+        if kind == "+" and isinstance(doc, list) and isinstance(value, list):
+            return doc + value
+        raise CorruptData(f"patch op {kind!r} does not apply at {path!r}")
+    key = path[depth]
+    if not isinstance(doc, dict) or not isinstance(key, str):
+        raise CorruptData(f"patch path {path!r} does not match the document")
+    copy = dict(doc)
+    if kind == "d" and depth == len(path) - 1:
+        if key not in copy:
+            raise CorruptData(f"patch deletes missing key at {path!r}")
+        del copy[key]
+        return copy
+    if key not in copy and not (kind == "s" and depth == len(path) - 1):
+        raise CorruptData(f"patch path {path!r} does not match the document")
+    copy[key] = _apply(copy.get(key), kind, path, value, depth + 1)
+    return copy
+
+
+# --- state plans ----------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Recipe:
+    """How to rebuild a state: blob references in fold order, and how many messages its pages hold.
+
+    ``refs`` are ``(name, parts)`` pairs; a name starting with ``c`` (after the
+    owner prefix) is a page, ``d`` a delta. ``base`` is the message count the
+    pages produce, or None when the recipe starts from a full (``"m"``) blob.
+    """
+
+    refs: tuple[tuple[str, int], ...] = ()
+    base: int | None = None
+    deltas: int = 0
+
+    def to_json(self) -> list[Any]:
+        return [[list(ref) for ref in self.refs], self.base, self.deltas]
+
+    @classmethod
+    def from_json(cls, data: Any) -> Recipe:
+        try:
+            refs, base, deltas = data
+            return cls(tuple((str(n), int(p)) for n, p in refs), None if base is None else int(base), int(deltas))
+        except (TypeError, ValueError) as exc:
+            raise CorruptData(f"malformed recipe: {exc}") from None
+
+
+@attrs.frozen
+class Plan:
+    """What one write stores: a payload (a page when ``is_page``) and the resulting recipe, minus its own ref."""
+
+    payload: dict[str, Any]
+    is_page: bool
+    keep: tuple[tuple[str, int], ...]
+    base: int | None
+    deltas: int
+
+    def recipe(self, name: str, parts: int) -> Recipe:
+        """The recipe once the payload is stored under ``name`` in ``parts`` parts."""
+        return Recipe((*self.keep, (name, parts)), self.base, self.deltas)
+
+
+def _rest(state: SessionState) -> Any:
+    return to_wire(attrs.evolve(state, messages=None))
+
+
+def _same_message(a: Message, b: Message) -> bool:
+    return a is b or strict_equal(to_wire(a), to_wire(b))
+
+
+def _appended(old: tuple[Message, ...], new: tuple[Message, ...]) -> tuple[Message, ...] | None:
+    """The messages ``new`` adds after ``old``, or None when ``old`` is not a prefix of ``new``."""
+    if len(new) < len(old):
+        return None
+    # Walk backwards: a changed message is likeliest near the end.
+    for i in range(len(old) - 1, -1, -1):
+        if not _same_message(old[i], new[i]):
+            return None
+    return new[len(old) :]
+
+
+def plan_state(
+    previous: SessionState | None,
+    previous_recipe: Recipe | None,
+    state: SessionState | None,
+    checkpoint_every: int,
+    max_pages: int = 48,
+) -> Plan:
+    """Plan the blob that stores ``state`` on top of ``previous`` (its parent's, or its own older
+    state), whose recipe is ``previous_recipe`` (None: start from scratch).
+
+    A checkpoint whose recipe already holds ``max_pages`` pages rewrites the
+    whole state as one page, so a read never needs more than a bounded number of items."""
+    if state is None:
+        return Plan({"n": 1}, False, (), None, 0)
+    messages = state.message_list
+    has = state.messages is not None
+    rest = _rest(state)
+    added = None
+    if previous is not None and previous_recipe is not None and previous_recipe.refs:
+        added = _appended(previous.message_list, messages)
+    if added is None or previous is None or previous_recipe is None:
+        payload = {"m": [to_wire(m) for m in messages], "r": rest, "h": has}
+        return Plan(payload, False, (), None, 1)
+    if previous_recipe.deltas + 1 >= checkpoint_every:
+        pages = previous_recipe.refs[: len(previous_recipe.refs) - previous_recipe.deltas]
+        if previous_recipe.base is None or not pages or len(pages) >= max_pages:
+            return Plan({"m": [to_wire(m) for m in messages], "r": rest, "h": has}, True, (), len(messages), 0)
+        since = messages[previous_recipe.base :]
+        return Plan({"a": [to_wire(m) for m in since], "r": rest, "h": has}, True, pages, len(messages), 0)
+    payload = {"a": [to_wire(m) for m in added], "p": diff(_rest(previous), rest), "h": has}
+    return Plan(payload, False, previous_recipe.refs, previous_recipe.base, previous_recipe.deltas + 1)
+
+
+def fold(payloads: Sequence[Any], decode_messages: Any) -> SessionState | None:
+    """Rebuild a state from its recipe's payloads, in order.
+
+    ``decode_messages(index, wire_list)`` turns payload ``index``'s message list
+    into model messages (the store memoizes it per blob).
+    """
+    from genkit_sessions.model.wire import from_wire
+
+    if not payloads:
+        raise CorruptData("empty recipe")
+    messages: list[Message] = []
+    rest: Any = None
+    has = False
+    none = False
+    for index, payload in enumerate(payloads):
+        if not isinstance(payload, dict):
+            raise CorruptData("blob payload is not an object")
+        if "n" in payload:
+            messages, rest, has, none = [], None, False, True
+            continue
+        none = False
+        if "m" in payload:
+            messages = list(decode_messages(index, payload["m"]))
+        elif "a" in payload:
+            messages.extend(decode_messages(index, payload["a"]))
+        else:
+            raise CorruptData("blob payload holds no messages entry")
+        if "r" in payload:
+            rest = payload["r"]
+        elif "p" in payload:
+            if rest is None:
+                raise CorruptData("a patch blob has nothing to patch")
+            rest = apply_patch(rest, payload["p"])
+        else:
+            raise CorruptData("blob payload holds no rest entry")
+        has = bool(payload.get("h"))
+    if none:
+        return None
+    if not isinstance(rest, dict):
+        raise CorruptData("the rebuilt state is not an object")
+    state = from_wire(SessionState, rest)
+    return attrs.evolve(state, messages=tuple(messages) if has else None)

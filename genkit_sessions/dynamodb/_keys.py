@@ -1,0 +1,68 @@
+"""The table's key design (see docs/dynamodb.md for the picture).
+
+One table, string partition key ``pk`` and string sort key ``sk``. Ids reach
+DynamoDB only inside these attribute values, never inside an expression. The
+separator is U+001F, a control character that no valid id or tenant can hold
+(SPEC section 4), so no two (tenant, id) pairs ever make the same key.
+
+=================================  ===========================  =====================================
+item                               pk                           sk
+=================================  ===========================  =====================================
+snapshot (fetch by id)             ``<tenant>␟n␟<snapshotId>``  ``s``
+session head (leaf pointer)        ``<tenant>␟s␟<sessionId>``   ``h``
+membership row (listing)           ``<tenant>␟s␟<sessionId>``   ``m␟<snapshotId>``
+state blob part                    ``<tenant>␟s␟<sessionId>``   ``b␟<snapshotId>␟<kind+nonce>␟<part>``
+=================================  ===========================  =====================================
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SEP = "\x1f"
+SNAPSHOT_SK = "s"
+HEAD_SK = "h"
+MEMBER_PREFIX = "m" + SEP
+BLOB_PREFIX = "b" + SEP
+TTL_ATTRIBUTE = "exp"
+
+
+def snapshot_key(tenant: str, snapshot_id: str) -> dict[str, Any]:
+    """The key of a snapshot's own item."""
+    return {"pk": {"S": f"{tenant}{SEP}n{SEP}{snapshot_id}"}, "sk": {"S": SNAPSHOT_SK}}
+
+
+def session_pk(tenant: str, session_id: str) -> dict[str, Any]:
+    """The partition key value of a session's partition."""
+    return {"S": f"{tenant}{SEP}s{SEP}{session_id}"}
+
+
+def head_key(tenant: str, session_id: str) -> dict[str, Any]:
+    """The key of a session's head item."""
+    return {"pk": session_pk(tenant, session_id), "sk": {"S": HEAD_SK}}
+
+
+def member_key(tenant: str, session_id: str, snapshot_id: str) -> dict[str, Any]:
+    """The key of a snapshot's membership row in its session's partition."""
+    return {"pk": session_pk(tenant, session_id), "sk": {"S": MEMBER_PREFIX + snapshot_id}}
+
+
+def blob_name(snapshot_id: str, tag: str) -> str:
+    """A blob's name: the snapshot that wrote it and a unique tag (``c`` or ``d`` plus a nonce)."""
+    return f"{snapshot_id}{SEP}{tag}"
+
+
+def blob_part_key(tenant: str, session_id: str, name: str, part: int) -> dict[str, Any]:
+    """The key of one part of a blob."""
+    return {"pk": session_pk(tenant, session_id), "sk": {"S": f"{BLOB_PREFIX}{name}{SEP}{part:04d}"}}
+
+
+def blob_of_sk(sk: str) -> tuple[str, int] | None:
+    """``(blob name, part index)`` for a blob part's sort key, None for other items."""
+    if not sk.startswith(BLOB_PREFIX):
+        return None
+    name, _, part = sk[len(BLOB_PREFIX) :].rpartition(SEP)
+    try:
+        return name, int(part)
+    except ValueError:
+        return None

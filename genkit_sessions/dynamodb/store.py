@@ -1,0 +1,1065 @@
+"""The DynamoDB store: durable snapshot trees with diff storage, no size ceiling and atomic writes.
+
+Key design and the write protocol are described in ``docs/dynamodb.md``; the
+short version:
+
+- a snapshot's own item (fetch by id), a head item per session (the leaf
+  pointer, with the leaf's recipe as a read hint), a membership row per
+  snapshot in the session's partition (listing), and immutable, compressed
+  state blobs in the session's partition;
+- each snapshot stores a delta from its parent; every ``checkpoint_every``
+  deltas a page folds them, so content written once is written at most twice;
+- a write is one ``TransactWriteItems``; blobs too big for one transaction
+  are written first under an orphan TTL, committed by the transaction, and
+  then made permanent.
+
+boto3 blocks the calling thread. ``store.aio`` is the async face: it runs each
+call on a bounded thread pool the store owns, so an event loop never blocks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import concurrent.futures
+import functools
+import logging
+import os
+import random
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from datetime import timedelta
+from typing import Any, TypeVar
+
+import attrs
+from botocore.exceptions import ClientError  # type: ignore[import-untyped]
+
+from genkit_sessions.dynamodb import _keys as keys
+from genkit_sessions.dynamodb._codec import (
+    CorruptData,
+    Plan,
+    Recipe,
+    compress,
+    decompress,
+    fold,
+    join_parts,
+    plan_state,
+    split_parts,
+    strict_equal,
+)
+from genkit_sessions.dynamodb._errors import BACKEND_ERRORS, cancellation_codes, error_code, map_error
+from genkit_sessions.errors import GenkitError, Reason, Status
+from genkit_sessions.model.clock import Clock, MonotonicStamper, utc_now
+from genkit_sessions.model.ids import validate_id
+from genkit_sessions.model.types import Message, SessionSnapshot, SessionState, SnapshotStatus
+from genkit_sessions.model.wire import from_wire, to_wire
+from genkit_sessions.stores.protocol import Context, Mutator, TenantFn
+from genkit_sessions.stores.write_rules import (
+    check_parent,
+    default_tenant,
+    next_snapshot,
+    require_one_selector,
+    tenant_key,
+)
+
+__all__ = ["AsyncDynamoDBSessionStore", "DynamoDBSessionStore"]
+
+_log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+MAX_TRANSACTION_ACTIONS = 100
+MAX_TRANSACTION_BYTES = 4 * 1024 * 1024
+MAX_BATCH_WRITE = 25
+MAX_BATCH_GET = 100
+_TRANSACTION_MARGIN = 256 * 1024
+_RECORD_LIMIT = 300 * 1024
+
+
+@attrs.frozen
+class _Loaded:
+    """A snapshot as stored: the model object, how its state is rebuilt, its TTL and item version."""
+
+    snapshot: SessionSnapshot
+    recipe: Recipe
+    expires: int | None
+    version: int
+
+
+class _Contention(Exception):
+    """A conditional write lost to a concurrent writer: read again and retry."""
+
+
+def item_size(item: dict[str, Any]) -> int:
+    """DynamoDB's size of an item in bytes (attribute names plus values), rounded up slightly."""
+    return sum(len(name.encode()) + _value_size(value) for name, value in item.items())
+
+
+def _value_size(value: dict[str, Any]) -> int:
+    kind, inner = next(iter(value.items()))
+    if kind == "S":
+        return len(inner.encode())
+    if kind == "B":
+        return len(inner)
+    if kind == "N":
+        return len(inner) // 2 + 2
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "L":
+        return 3 + sum(1 + _value_size(v) for v in inner)
+    if kind == "M":
+        return 3 + sum(1 + len(k.encode()) + _value_size(v) for k, v in inner.items())
+    return sum(len(str(v)) for v in inner)
+
+
+class DynamoDBSessionStore:
+    """A session store on one DynamoDB table, with every rule of the contract (S1-S12).
+
+    ``client`` is a boto3 DynamoDB client; without one, a client is built from
+    ``region_name`` / ``endpoint_url`` with botocore's ``standard`` retry mode
+    (``retry_mode``, ``max_retries``), which retries throttling and transient
+    errors with backoff before the store sees them.
+
+    Options: ``tenant_of`` maps a request context to a tenant key (a key
+    prefix); ``clock`` is the time source; ``checkpoint_every`` (25) is how many
+    deltas a page folds; ``ttl`` gives every item of a session tree one expiry,
+    counted from its root snapshot; ``orphan_ttl`` (1 day) is the expiry of
+    blob parts written ahead of a commit; ``max_attempts`` (8) bounds retries
+    of a contended save before ABORTED; ``executor_workers`` (8) bounds the
+    thread pool of the async face; ``watch_interval`` / ``watch_max_interval``
+    set the polling of :meth:`watch_status`.
+    """
+
+    def __init__(
+        self,
+        table_name: str,
+        client: Any = None,
+        *,
+        region_name: str | None = None,
+        endpoint_url: str | None = None,
+        retry_mode: str = "standard",
+        max_retries: int = 5,
+        tenant_of: TenantFn = default_tenant,
+        clock: Clock = utc_now,
+        checkpoint_every: int = 25,
+        ttl: timedelta | None = None,
+        orphan_ttl: timedelta = timedelta(days=1),
+        max_attempts: int = 8,
+        chunk_bytes: int = 350_000,
+        executor_workers: int = 8,
+        watch_interval: float = 0.05,
+        watch_max_interval: float = 2.0,
+        cache_size: int = 64,
+    ) -> None:
+        if not table_name or not isinstance(table_name, str):
+            raise GenkitError(Status.INVALID_ARGUMENT, "table_name must be a non-empty string naming the table")
+        if checkpoint_every < 1:
+            raise GenkitError(Status.INVALID_ARGUMENT, f"checkpoint_every must be at least 1, got {checkpoint_every}")
+        if not 1_000 <= chunk_bytes <= 390_000:
+            raise GenkitError(
+                Status.INVALID_ARGUMENT, "chunk_bytes must be between 1000 and 390000 (items cap at 400 KB)"
+            )
+        if max_attempts < 1 or executor_workers < 1:
+            raise GenkitError(Status.INVALID_ARGUMENT, "max_attempts and executor_workers must be at least 1")
+        self.table_name = table_name
+        self._client = (
+            client if client is not None else build_client(region_name, endpoint_url, retry_mode, max_retries)
+        )
+        self._tenant_of = tenant_of
+        self._clock = clock
+        self._stamp = MonotonicStamper(clock)
+        self._checkpoint_every = checkpoint_every
+        self._ttl = ttl
+        self._orphan_ttl = orphan_ttl
+        self._max_attempts = max_attempts
+        self._chunk_bytes = chunk_bytes
+        self._watch_interval = watch_interval
+        self._watch_max_interval = watch_max_interval
+        self._cache_size = cache_size
+        self._cache: collections.OrderedDict[tuple[str, str], _Loaded] = collections.OrderedDict()
+        self._lock = threading.Lock()
+        self._executor_workers = executor_workers
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._aio = AsyncDynamoDBSessionStore(self)
+
+    # --- plumbing --------------------------------------------------------------------------
+
+    @property
+    def client(self) -> Any:
+        """The boto3 client the store calls."""
+        return self._client
+
+    @property
+    def aio(self) -> AsyncDynamoDBSessionStore:
+        """The async face of this store (same data; calls run on the store's bounded thread pool)."""
+        return self._aio
+
+    def executor(self) -> concurrent.futures.ThreadPoolExecutor:
+        """The bounded thread pool the async face runs boto3 calls on (created on first use)."""
+        with self._lock:
+            if self._executor is None:
+                self._executor = concurrent.futures.ThreadPoolExecutor(
+                    max_workers=self._executor_workers, thread_name_prefix="genkit-sessions-dynamodb"
+                )
+            return self._executor
+
+    def close(self) -> None:
+        """Shut the async face's thread pool down (the boto3 client is the caller's to close)."""
+        with self._lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True)
+
+    def __enter__(self) -> DynamoDBSessionStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, operation: str, **kwargs: Any) -> dict[str, Any]:
+        method = getattr(self._client, _snake(operation))
+        try:
+            result: dict[str, Any] = (
+                method(TableName=self.table_name, **kwargs) if _takes_table(operation) else method(**kwargs)
+            )
+        except BACKEND_ERRORS as exc:
+            raise map_error(exc, operation, self.table_name) from exc
+        return result
+
+    def _now_epoch(self) -> int:
+        return int(self._clock().timestamp())
+
+    def _remember(self, tenant: str, loaded: _Loaded) -> None:
+        """Keep a recently read or written snapshot: its state is immutable per recipe, so a later read
+        with the same recipe, or a child's diff, can use it without fetching blobs."""
+        if self._cache_size <= 0:
+            return
+        key = (tenant, loaded.snapshot.snapshot_id)
+        with self._lock:
+            self._cache[key] = loaded
+            self._cache.move_to_end(key)
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+
+    def _cached(self, tenant: str, snapshot_id: str) -> _Loaded | None:
+        with self._lock:
+            return self._cache.get((tenant, snapshot_id))
+
+    def _recall(self, tenant: str, snapshot_id: str, recipe: Recipe) -> tuple[bool, SessionState | None]:
+        hit = self._cached(tenant, snapshot_id)
+        if hit is not None and hit.recipe == recipe:
+            return True, hit.snapshot.state
+        return False, None
+
+    def _forget(self, tenant: str, snapshot_ids: Iterable[str]) -> None:
+        with self._lock:
+            for snapshot_id in snapshot_ids:
+                self._cache.pop((tenant, snapshot_id), None)
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def _get_item(self, key: dict[str, Any], projection: str | None = None) -> dict[str, Any] | None:
+        kwargs: dict[str, Any] = {"Key": key, "ConsistentRead": True}
+        if projection:
+            kwargs["ProjectionExpression"] = projection
+        item: dict[str, Any] | None = self._call("GetItem", **kwargs).get("Item")
+        return item
+
+    def _batch_get(self, key_list: Sequence[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+        found: dict[tuple[str, str], dict[str, Any]] = {}
+        pending = list({(k["pk"]["S"], k["sk"]["S"]): k for k in key_list}.values())
+        delay = 0.02
+        while pending:
+            batch, pending = pending[:MAX_BATCH_GET], pending[MAX_BATCH_GET:]
+            answer = self._call("BatchGetItem", RequestItems={self.table_name: {"Keys": batch, "ConsistentRead": True}})
+            for item in answer.get("Responses", {}).get(self.table_name, []):
+                found[(item["pk"]["S"], item["sk"]["S"])] = item
+            unprocessed = answer.get("UnprocessedKeys", {}).get(self.table_name, {}).get("Keys", [])
+            if unprocessed:
+                pending = list(unprocessed) + pending
+                time.sleep(random.uniform(0, delay))
+                delay = min(delay * 2, 1.0)
+        return found
+
+    def _decode_item(self, tenant: str, item: dict[str, Any], snapshot_id: str) -> tuple[SessionSnapshot, Recipe]:
+        """The envelope (snapshot without state) and recipe stored on a snapshot or membership item."""
+        try:
+            record = decompress(item["rec"]["B"])
+            envelope = from_wire(SessionSnapshot, record["e"])
+            recipe = Recipe.from_json(record["r"])
+        except (CorruptData, KeyError, TypeError) as exc:
+            raise self._data_loss(snapshot_id, str(exc)) from None
+        except GenkitError as exc:
+            raise self._data_loss(snapshot_id, exc.message) from None
+        return envelope, recipe
+
+    def _data_loss(self, snapshot_id: str, problem: str) -> GenkitError:
+        return GenkitError(
+            Status.DATA_LOSS,
+            f"stored data of snapshot {snapshot_id!r} in DynamoDB table {self.table_name!r} cannot be decoded "
+            f"({problem}); restore the session from a backup or delete it",
+        )
+
+    def _load(
+        self,
+        tenant: str,
+        item: dict[str, Any],
+        snapshot_id: str,
+        prefetched: dict[tuple[str, str], dict[str, Any]] | None = None,
+    ) -> _Loaded:
+        envelope, recipe = self._decode_item(tenant, item, snapshot_id)
+        hit, state = self._recall(tenant, snapshot_id, recipe)
+        if not hit:
+            session_id = envelope.session_id or ""
+            state = self._rebuild(tenant, session_id, snapshot_id, recipe, prefetched or {})
+        expires = int(item["exp"]["N"]) if "exp" in item else None
+        version = int(item["v"]["N"]) if "v" in item else 1
+        loaded = _Loaded(attrs.evolve(envelope, state=state), recipe, expires, version)
+        self._remember(tenant, loaded)
+        return loaded
+
+    def _part_keys(self, tenant: str, session_id: str, recipe: Recipe) -> list[dict[str, Any]]:
+        return [
+            keys.blob_part_key(tenant, session_id, name, part) for name, count in recipe.refs for part in range(count)
+        ]
+
+    def _rebuild(
+        self,
+        tenant: str,
+        session_id: str,
+        snapshot_id: str,
+        recipe: Recipe,
+        prefetched: dict[tuple[str, str], dict[str, Any]],
+        memo: dict[str, tuple[Message, ...]] | None = None,
+    ) -> SessionState | None:
+        wanted = self._part_keys(tenant, session_id, recipe)
+        missing = [k for k in wanted if (k["pk"]["S"], k["sk"]["S"]) not in prefetched]
+        found = dict(prefetched)
+        if missing:
+            found.update(self._batch_get(missing))
+        payloads: list[Any] = []
+        staged: list[dict[str, Any]] = []
+        for name, count in recipe.refs:
+            chunks: list[bytes] = []
+            for part in range(count):
+                key = keys.blob_part_key(tenant, session_id, name, part)
+                part_item = found.get((key["pk"]["S"], key["sk"]["S"]))
+                if part_item is None or "d" not in part_item:
+                    raise self._data_loss(snapshot_id, f"blob part {part} of {count} is missing")
+                if "stg" in part_item:
+                    staged.append(part_item)
+                chunks.append(bytes(part_item["d"]["B"]))
+            try:
+                payloads.append(decompress(join_parts(chunks)))
+            except CorruptData as exc:
+                raise self._data_loss(snapshot_id, str(exc)) from None
+        if staged:
+            self._make_permanent(staged)
+        names = [name for name, _ in recipe.refs]
+
+        def decode(index: int, wire: Any) -> tuple[Message, ...]:
+            if memo is not None and names[index] in memo:
+                return memo[names[index]]
+            if not isinstance(wire, list):
+                raise CorruptData("a message list is not an array")
+            messages = tuple(from_wire(Message, m) for m in wire)
+            if memo is not None:
+                memo[names[index]] = messages
+            return messages
+
+        try:
+            return fold(payloads, decode)
+        except CorruptData as exc:
+            raise self._data_loss(snapshot_id, str(exc)) from None
+        except GenkitError as exc:
+            raise self._data_loss(snapshot_id, exc.message) from None
+
+    def _read_by_id(self, tenant: str, snapshot_id: str) -> _Loaded | None:
+        item = self._get_item(keys.snapshot_key(tenant, snapshot_id))
+        if item is None:
+            return None
+        return self._load(tenant, item, snapshot_id)
+
+    def get_snapshot(
+        self, *, snapshot_id: str | None = None, session_id: str | None = None, context: Context = None
+    ) -> SessionSnapshot | None:
+        """A snapshot by id, or a session's leaf (the most recently created snapshot without children).
+
+        Strongly consistent, and at most two DynamoDB calls (GetItem, then one
+        BatchGetItem of the state's blobs) for any history length and state size
+        up to 100 blob parts (about 35 MB compressed).
+        """
+        require_one_selector(snapshot_id, session_id)
+        tenant = tenant_key(self._tenant_of, context)
+        if snapshot_id is not None:
+            loaded = self._read_by_id(tenant, snapshot_id)
+            return loaded.snapshot if loaded is not None else None
+        assert session_id is not None
+        head = self._get_item(keys.head_key(tenant, session_id))
+        if head is None or "leaf" not in head:
+            return None
+        leaf = head["leaf"]["S"]
+        hint: Recipe | None = None
+        if "rc" in head:
+            try:
+                hint = Recipe.from_json(decompress(head["rc"]["B"]))
+            except CorruptData:
+                hint = None
+        wanted = [keys.snapshot_key(tenant, leaf)]
+        if hint is not None and not self._recall(tenant, leaf, hint)[0]:
+            wanted += self._part_keys(tenant, session_id, hint)
+        found = self._batch_get(wanted)
+        snapshot_item = found.get((wanted[0]["pk"]["S"], wanted[0]["sk"]["S"]))
+        if snapshot_item is None:
+            return None  # the session is being deleted
+        return self._load(tenant, snapshot_item, leaf, found).snapshot
+
+    # --- writing ---------------------------------------------------------------------------
+
+    def _blob(self, snapshot_id: str, plan: Plan) -> tuple[str, list[bytes]]:
+        tag = ("c" if plan.is_page else "d") + os.urandom(6).hex()
+        return keys.blob_name(snapshot_id, tag), split_parts(compress(plan.payload), self._chunk_bytes)
+
+    def _record(self, snapshot: SessionSnapshot, recipe: Recipe) -> bytes:
+        envelope = to_wire(attrs.evolve(snapshot, state=None))
+        record = compress({"e": envelope, "r": recipe.to_json()})
+        if len(record) > _RECORD_LIMIT:
+            raise GenkitError(
+                Status.INVALID_ARGUMENT,
+                f"snapshot {snapshot.snapshot_id!r}: everything but its state takes {len(record)} bytes compressed; "
+                f"the DynamoDB store keeps that under {_RECORD_LIMIT} bytes: move large data into the state",
+            )
+        return record
+
+    def _snapshot_attributes(self, snapshot: SessionSnapshot, record: bytes, expires: int | None) -> dict[str, Any]:
+        item: dict[str, Any] = {
+            "sess": {"S": snapshot.session_id},
+            "st": {"S": snapshot.effective_status.value},
+            "ca": {"S": snapshot.created_at},
+            "rec": {"B": record},
+        }
+        if snapshot.parent_id is not None:
+            item["par"] = {"S": snapshot.parent_id}
+        if expires is not None:
+            item["exp"] = {"N": str(expires)}
+        return item
+
+    def _part_items(
+        self, tenant: str, session_id: str, name: str, parts: list[bytes], expires: int | None
+    ) -> list[dict[str, Any]]:
+        items = []
+        for index, data in enumerate(parts):
+            item: dict[str, Any] = {**keys.blob_part_key(tenant, session_id, name, index), "d": {"B": data}}
+            if expires is not None:
+                item["exp"] = {"N": str(expires)}
+            items.append(item)
+        return items
+
+    def save_snapshot(self, snapshot_id: str, mutator: Mutator, *, context: Context = None) -> SessionSnapshot | None:
+        """Atomically apply ``mutator`` to the snapshot ``snapshot_id`` and store the result.
+
+        An optimistic read-modify-write on conditional writes: uncontended, a new
+        snapshot whose parent this store read or wrote recently costs one GetItem
+        and one TransactWriteItems. A lost race re-reads and re-runs the mutator,
+        up to ``max_attempts`` times with jittered backoff, then raises ABORTED.
+        """
+        validate_id(snapshot_id, "snapshot_id", Reason.INVALID_SNAPSHOT_ID)
+        tenant = tenant_key(self._tenant_of, context)
+        head_versions: dict[str, int | None] = {}
+        for attempt in range(self._max_attempts):
+            if attempt:
+                time.sleep(random.uniform(0, min(0.5, 0.01 * 2**attempt)))
+            existing = self._read_by_id(tenant, snapshot_id)
+            snapshot = next_snapshot(
+                snapshot_id, existing.snapshot if existing is not None else None, mutator, self._stamp()
+            )
+            if snapshot is None:
+                return None
+            try:
+                if existing is None:
+                    self._create(tenant, snapshot, head_versions)
+                else:
+                    self._update(tenant, snapshot, existing)
+            except _Contention:
+                continue
+            return snapshot
+        raise GenkitError(
+            Status.ABORTED,
+            f"snapshot {snapshot_id!r}: {self._max_attempts} attempts in a row lost to concurrent writers "
+            f"on DynamoDB table {self.table_name!r}; retry the save later",
+        )
+
+    def _parent(self, tenant: str, snapshot: SessionSnapshot, *, fresh: bool = False) -> _Loaded | None:
+        """The parent of a new snapshot: from the cache when this store read or wrote it recently (the
+        transaction re-checks that it still exists in the same session), else from the table."""
+        assert snapshot.parent_id is not None
+        cached = None if fresh else self._cached(tenant, snapshot.parent_id)
+        return cached if cached is not None else self._read_by_id(tenant, snapshot.parent_id)
+
+    def _create(self, tenant: str, snapshot: SessionSnapshot, head_versions: dict[str, int | None]) -> None:
+        session_id = snapshot.session_id
+        assert session_id is not None
+        snapshot_id = snapshot.snapshot_id
+        parent: _Loaded | None = None
+        parent_state: SessionState | None = None
+        parent_recipe: Recipe | None = None
+        if snapshot.parent_id is not None:
+            parent = self._parent(tenant, snapshot)
+            check_parent(snapshot, parent.snapshot if parent is not None else None)
+            assert parent is not None
+            parent_state, parent_recipe = parent.snapshot.state, parent.recipe
+        expires = parent.expires if parent is not None and parent.expires is not None else None
+        if expires is None and self._ttl is not None:
+            expires = self._now_epoch() + int(self._ttl.total_seconds())
+        plan = plan_state(parent_state, parent_recipe, snapshot.state, self._checkpoint_every)
+        name, parts = self._blob(snapshot_id, plan)
+        recipe = plan.recipe(name, len(parts))
+        record = self._record(snapshot, recipe)
+        attributes = self._snapshot_attributes(snapshot, record, expires)
+        head_update = "SET leaf = :leaf, lc = :lc, rc = :rc, hv = if_not_exists(hv, :zero) + :one"
+        head_values: dict[str, Any] = {
+            ":leaf": {"S": snapshot_id},
+            ":lc": {"S": snapshot.created_at},
+            ":rc": {"B": compress(recipe.to_json())},
+            ":zero": {"N": "0"},
+            ":one": {"N": "1"},
+        }
+        if expires is not None:
+            head_update += ", exp = :exp"
+            head_values[":exp"] = {"N": str(expires)}
+        if session_id in head_versions:
+            seen = head_versions[session_id]
+            if seen is None:
+                head_condition = "attribute_not_exists(pk)"
+            else:
+                head_condition = "hv = :hv"
+                head_values[":hv"] = {"N": str(seen)}
+        else:
+            head_condition = "attribute_not_exists(pk) OR lc < :lc"
+        actions: list[dict[str, Any]] = [
+            {
+                "Put": {
+                    "TableName": self.table_name,
+                    "Item": {**keys.snapshot_key(tenant, snapshot_id), **attributes, "v": {"N": "1"}},
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            },
+            {
+                "Update": {
+                    "TableName": self.table_name,
+                    "Key": keys.head_key(tenant, session_id),
+                    "UpdateExpression": head_update,
+                    "ConditionExpression": head_condition,
+                    "ExpressionAttributeValues": head_values,
+                }
+            },
+            {
+                "Put": {
+                    "TableName": self.table_name,
+                    "Item": {**keys.member_key(tenant, session_id, snapshot_id), **attributes},
+                }
+            },
+        ]
+        if snapshot.parent_id is not None:
+            actions.append(
+                {
+                    "ConditionCheck": {
+                        "TableName": self.table_name,
+                        "Key": keys.snapshot_key(tenant, snapshot.parent_id),
+                        "ConditionExpression": "attribute_exists(pk) AND sess = :sess",
+                        "ExpressionAttributeValues": {":sess": {"S": session_id}},
+                    }
+                }
+            )
+        try:
+            self._commit(actions, self._part_items(tenant, session_id, name, parts, expires), expires)
+        except _Cancelled as cancelled:
+            if cancelled.failed(3):  # the parent vanished or moved: judge S7 on a fresh read
+                self._forget(tenant, [snapshot.parent_id or ""])
+                fresh = self._parent(tenant, snapshot, fresh=True)
+                check_parent(snapshot, fresh.snapshot if fresh is not None else None)
+            if cancelled.failed(1):  # a newer leaf landed first: retry against the head's version
+                head = self._get_item(keys.head_key(tenant, session_id), "hv")
+                head_versions[session_id] = int(head["hv"]["N"]) if head and "hv" in head else None
+            raise _Contention() from None
+        self._remember(tenant, _Loaded(snapshot, recipe, expires, 1))
+
+    def _update(self, tenant: str, snapshot: SessionSnapshot, existing: _Loaded) -> None:
+        session_id = snapshot.session_id
+        assert session_id is not None
+        snapshot_id = snapshot.snapshot_id
+        before = existing.snapshot.state
+        changed = not (
+            before is snapshot.state
+            or (
+                before is not None
+                and snapshot.state is not None
+                and strict_equal(to_wire(before), to_wire(snapshot.state))
+            )
+        )
+        recipe = existing.recipe
+        parts: list[dict[str, Any]] = []
+        if changed:
+            plan = plan_state(before, existing.recipe, snapshot.state, self._checkpoint_every)
+            name, chunks = self._blob(snapshot_id, plan)
+            recipe = plan.recipe(name, len(chunks))
+            parts = self._part_items(tenant, session_id, name, chunks, existing.expires)
+        record = self._record(snapshot, recipe)
+        attributes = self._snapshot_attributes(snapshot, record, existing.expires)
+        actions: list[dict[str, Any]] = [
+            {
+                "Put": {
+                    "TableName": self.table_name,
+                    "Item": {
+                        **keys.snapshot_key(tenant, snapshot_id),
+                        **attributes,
+                        "v": {"N": str(existing.version + 1)},
+                    },
+                    "ConditionExpression": "v = :v",
+                    "ExpressionAttributeValues": {":v": {"N": str(existing.version)}},
+                }
+            },
+            {
+                "Put": {
+                    "TableName": self.table_name,
+                    "Item": {**keys.member_key(tenant, session_id, snapshot_id), **attributes},
+                }
+            },
+        ]
+        try:
+            self._commit(actions, parts, existing.expires)
+        except _Cancelled:
+            raise _Contention() from None
+        self._remember(tenant, _Loaded(snapshot, recipe, existing.expires, existing.version + 1))
+        if changed:  # keep the head's read hint current when this snapshot is the leaf (best effort)
+            try:
+                self._client.update_item(
+                    TableName=self.table_name,
+                    Key=keys.head_key(tenant, session_id),
+                    UpdateExpression="SET rc = :rc",
+                    ConditionExpression="leaf = :leaf",
+                    ExpressionAttributeValues={":rc": {"B": compress(recipe.to_json())}, ":leaf": {"S": snapshot_id}},
+                )
+            except BACKEND_ERRORS as exc:
+                if error_code(exc) != "ConditionalCheckFailedException":
+                    _log.info("could not refresh the read hint of session %r: %s", session_id, exc)
+
+    def _commit(self, actions: list[dict[str, Any]], parts: list[dict[str, Any]], expires: int | None) -> None:
+        """Write ``parts`` and commit ``actions`` atomically, staging parts when one transaction cannot hold them."""
+        size = sum(item_size(a.get("Put", {}).get("Item", {})) + 512 for a in actions)
+        part_bytes = sum(item_size(p) for p in parts)
+        if (
+            len(actions) + len(parts) <= MAX_TRANSACTION_ACTIONS
+            and size + part_bytes <= MAX_TRANSACTION_BYTES - _TRANSACTION_MARGIN
+        ):
+            self._transact(actions + [{"Put": {"TableName": self.table_name, "Item": p}} for p in parts])
+            return
+        # Stage: parts first, invisible (nothing references them yet) and expiring, then the commit.
+        orphan_expiry = {"N": str(self._now_epoch() + int(self._orphan_ttl.total_seconds()))}
+        staged = [{**p, "exp": orphan_expiry, "stg": {"BOOL": True}} for p in parts]
+        self._batch_write([{"PutRequest": {"Item": p}} for p in staged])
+        self._transact(actions)
+        self._make_permanent(staged, expires)
+
+    def _make_permanent(self, parts: list[dict[str, Any]], expires: int | None = None) -> None:
+        """Lift the orphan expiry of committed parts (after a commit, or when a read finds one left)."""
+        for part in parts:
+            key = {"pk": part["pk"], "sk": part["sk"]}
+            try:
+                if expires is not None:
+                    self._client.update_item(
+                        TableName=self.table_name,
+                        Key=key,
+                        UpdateExpression="SET exp = :exp REMOVE stg",
+                        ConditionExpression="attribute_exists(pk)",
+                        ExpressionAttributeValues={":exp": {"N": str(expires)}},
+                    )
+                else:
+                    self._client.update_item(
+                        TableName=self.table_name,
+                        Key=key,
+                        UpdateExpression="REMOVE exp, stg",
+                        ConditionExpression="attribute_exists(pk)",
+                    )
+            except BACKEND_ERRORS as exc:
+                # The commit stands; the next read of the snapshot lifts the expiry again.
+                _log.warning("could not make a committed blob part permanent yet (%s); a later read retries", exc)
+                return
+
+    def _transact(self, actions: list[dict[str, Any]]) -> None:
+        try:
+            self._client.transact_write_items(TransactItems=actions)
+        except ClientError as exc:
+            code = error_code(exc)
+            if code == "TransactionCanceledException":
+                codes = cancellation_codes(exc)
+                if any(
+                    c
+                    in (
+                        "ThrottlingError",
+                        "ProvisionedThroughputExceeded",
+                        "ValidationError",
+                        "ItemCollectionSizeLimitExceeded",
+                    )
+                    for c in codes
+                ):
+                    raise map_error(exc, "TransactWriteItems", self.table_name) from exc
+                raise _Cancelled(codes) from exc
+            if code in ("TransactionConflictException", "TransactionInProgressException"):
+                raise _Cancelled([]) from exc
+            raise map_error(exc, "TransactWriteItems", self.table_name) from exc
+        except BACKEND_ERRORS as exc:
+            raise map_error(exc, "TransactWriteItems", self.table_name) from exc
+
+    def _batch_write(self, requests: list[dict[str, Any]]) -> None:
+        delay = 0.02
+        pending = list(requests)
+        while pending:
+            batch, pending = pending[:MAX_BATCH_WRITE], pending[MAX_BATCH_WRITE:]
+            answer = self._call("BatchWriteItem", RequestItems={self.table_name: batch})
+            unprocessed = answer.get("UnprocessedItems", {}).get(self.table_name, [])
+            if unprocessed:
+                pending = list(unprocessed) + pending
+                time.sleep(random.uniform(0, delay))
+                delay = min(delay * 2, 1.0)
+
+    # --- S11 extras ------------------------------------------------------------------------
+
+    def _query_session(self, tenant: str, session_id: str, *, projection: str | None = None) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        kwargs: dict[str, Any] = {
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": keys.session_pk(tenant, session_id)},
+            "ConsistentRead": True,
+        }
+        if projection:
+            kwargs["ProjectionExpression"] = projection
+        while True:
+            page = self._call("Query", **kwargs)
+            items.extend(page.get("Items", []))
+            if "LastEvaluatedKey" not in page:
+                return items
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def list_snapshots(self, session_id: str, *, context: Context = None) -> Sequence[SessionSnapshot]:
+        """Every snapshot of the session in creation order: one strongly consistent, paginated Query."""
+        validate_id(session_id, "session_id", Reason.INVALID_SESSION_ID)
+        tenant = tenant_key(self._tenant_of, context)
+        items = self._query_session(tenant, session_id)
+        by_key = {(i["pk"]["S"], i["sk"]["S"]): i for i in items}
+        memo: dict[str, tuple[Message, ...]] = {}
+        found: list[SessionSnapshot] = []
+        for item in items:
+            sk = item["sk"]["S"]
+            if not sk.startswith(keys.MEMBER_PREFIX):
+                continue
+            snapshot_id = sk[len(keys.MEMBER_PREFIX) :]
+            envelope, recipe = self._decode_item(tenant, item, snapshot_id)
+            hit, state = self._recall(tenant, snapshot_id, recipe)
+            if not hit:
+                state = self._rebuild(tenant, session_id, snapshot_id, recipe, by_key, memo)
+            found.append(attrs.evolve(envelope, state=state))
+        found.sort(key=lambda s: (s.created_at, s.snapshot_id))
+        return found
+
+    def delete_session(self, session_id: str, *, context: Context = None) -> int:
+        """Delete every item of the session (head, snapshots, membership rows, blobs); returns how many
+        snapshots went. Not atomic against writers still adding to the session."""
+        validate_id(session_id, "session_id", Reason.INVALID_SESSION_ID)
+        tenant = tenant_key(self._tenant_of, context)
+        deleted: set[str] = set()
+        for _ in range(3):
+            items = self._query_session(tenant, session_id, projection="pk, sk")
+            if not items:
+                break
+            members = [
+                i["sk"]["S"][len(keys.MEMBER_PREFIX) :] for i in items if i["sk"]["S"].startswith(keys.MEMBER_PREFIX)
+            ]
+            # The head goes first, so it never points at a deleted snapshot.
+            self._call("DeleteItem", Key=keys.head_key(tenant, session_id))
+            requests = [{"DeleteRequest": {"Key": keys.snapshot_key(tenant, s)}} for s in members]
+            requests += [
+                {"DeleteRequest": {"Key": {"pk": i["pk"], "sk": i["sk"]}}}
+                for i in items
+                if i["sk"]["S"] != keys.HEAD_SK
+            ]
+            self._batch_write(requests)
+            deleted.update(members)
+            self._forget(tenant, members)
+        return len(deleted)
+
+    def abort_snapshot(self, snapshot_id: str, *, context: Context = None) -> SnapshotStatus | None:
+        """Flip pending or aborting to aborted; return the status seen before (None if absent)."""
+        seen: list[SnapshotStatus] = []
+
+        def abort(current: SessionSnapshot | None) -> SessionSnapshot | None:
+            if current is None:
+                return None
+            seen.append(current.effective_status)
+            if current.effective_status.is_terminal:
+                return None
+            return attrs.evolve(current, status=SnapshotStatus.ABORTED)
+
+        self.save_snapshot(snapshot_id, abort, context=context)
+        return seen[-1] if seen else None
+
+    def heartbeat(self, snapshot_id: str, *, context: Context = None) -> SessionSnapshot:
+        """Stamp ``heartbeatAt`` on a running (pending or aborting) snapshot."""
+        now = self._stamp()
+
+        def beat(current: SessionSnapshot | None) -> SessionSnapshot | None:
+            if current is None:
+                raise GenkitError(
+                    Status.NOT_FOUND,
+                    f"snapshot {snapshot_id!r} does not exist; heartbeat the snapshot id the turn was saved under",
+                    reason=Reason.SNAPSHOT_NOT_FOUND,
+                )
+            if current.effective_status.is_terminal:
+                raise GenkitError(
+                    Status.FAILED_PRECONDITION,
+                    f"snapshot {snapshot_id!r} is {current.effective_status.value}; only a running turn "
+                    "(pending or aborting) takes heartbeats",
+                )
+            return attrs.evolve(current, heartbeat_at=now)
+
+        saved = self.save_snapshot(snapshot_id, beat, context=context)
+        assert saved is not None
+        return saved
+
+    def _status(self, tenant: str, snapshot_id: str) -> SnapshotStatus | None:
+        item = self._get_item(keys.snapshot_key(tenant, snapshot_id), "st")
+        if item is None:
+            return None
+        try:
+            return SnapshotStatus(item["st"]["S"]) if "st" in item else SnapshotStatus.COMPLETED
+        except ValueError:
+            raise self._data_loss(snapshot_id, f"unknown status {item['st']['S']!r}") from None
+
+    async def watch_status(self, snapshot_id: str, *, context: Context = None) -> AsyncIterator[SnapshotStatus]:
+        """Yield the current status, then every change, ending after a terminal status.
+
+        Polls a status-only projection of the snapshot's item (strongly
+        consistent GetItem on the store's thread pool), backing off from
+        ``watch_interval`` to ``watch_max_interval`` while nothing changes.
+        """
+        validate_id(snapshot_id, "snapshot_id", Reason.INVALID_SNAPSHOT_ID)
+        tenant = tenant_key(self._tenant_of, context)
+        loop = asyncio.get_running_loop()
+        poll = functools.partial(self._status, tenant, snapshot_id)
+        status = await loop.run_in_executor(self.executor(), poll)
+        if status is None:
+            raise GenkitError(
+                Status.NOT_FOUND,
+                f"snapshot {snapshot_id!r} does not exist; watch a snapshot after it is saved",
+                reason=Reason.SNAPSHOT_NOT_FOUND,
+            )
+        yield status
+        delay = self._watch_interval
+        while not status.is_terminal:
+            await asyncio.sleep(delay)
+            current = await loop.run_in_executor(self.executor(), poll)
+            if current is None:
+                raise GenkitError(
+                    Status.NOT_FOUND,
+                    f"snapshot {snapshot_id!r} was deleted while being watched",
+                    reason=Reason.SNAPSHOT_NOT_FOUND,
+                )
+            if current is not status:
+                status = current
+                delay = self._watch_interval
+                yield status
+            else:
+                delay = min(delay * 2, self._watch_max_interval)
+
+    def restore_snapshots(self, snapshots: Iterable[SessionSnapshot], *, context: Context = None) -> int:
+        """Store snapshots verbatim, as an import or a test fixture would.
+
+        No stamping and no rule checks: broken or cyclic parent chains are kept
+        as given (the resolver reports them as DATA_LOSS). Each state is stored
+        whole; each touched session's leaf is recomputed as its most recently
+        created snapshot without children.
+        """
+        tenant = tenant_key(self._tenant_of, context)
+        expires = self._now_epoch() + int(self._ttl.total_seconds()) if self._ttl is not None else None
+        requests: list[dict[str, Any]] = []
+        touched: set[str] = set()
+        count = 0
+        written: set[str] = set()
+        for snapshot in snapshots:
+            session_id = snapshot.session_id or (snapshot.state.session_id if snapshot.state else None)
+            if session_id is None:
+                raise GenkitError(
+                    Status.INVALID_ARGUMENT,
+                    f"snapshot {snapshot.snapshot_id!r} has no sessionId; every stored snapshot needs one",
+                    reason=Reason.SESSION_ID_REQUIRED,
+                )
+            snapshot = attrs.evolve(snapshot, session_id=session_id)
+            previous = self._get_item(keys.snapshot_key(tenant, snapshot.snapshot_id), "sess")
+            if previous is not None and previous["sess"]["S"] != session_id:
+                old_session = previous["sess"]["S"]
+                requests.append({"DeleteRequest": {"Key": keys.member_key(tenant, old_session, snapshot.snapshot_id)}})
+                touched.add(old_session)
+            plan = plan_state(None, None, snapshot.state, self._checkpoint_every)
+            name, chunks = self._blob(snapshot.snapshot_id, plan)
+            recipe = plan.recipe(name, len(chunks))
+            record = self._record(snapshot, recipe)
+            attributes = self._snapshot_attributes(snapshot, record, expires)
+            requests += [
+                {"PutRequest": {"Item": p}} for p in self._part_items(tenant, session_id, name, chunks, expires)
+            ]
+            requests.append({"PutRequest": {"Item": {**keys.snapshot_key(tenant, snapshot.snapshot_id), **attributes}}})
+            requests.append(
+                {"PutRequest": {"Item": {**keys.member_key(tenant, session_id, snapshot.snapshot_id), **attributes}}}
+            )
+            touched.add(session_id)
+            written.add(snapshot.snapshot_id)
+            count += 1
+            if len(requests) >= MAX_BATCH_WRITE * 4:
+                self._batch_write(_dedupe(requests))
+                requests = []
+        self._batch_write(_dedupe(requests))
+        self._forget(tenant, written)
+        for session_id in sorted(touched):
+            self._recompute_leaf(tenant, session_id)
+        return count
+
+    def _recompute_leaf(self, tenant: str, session_id: str) -> None:
+        rows = self._query_session(tenant, session_id)
+        members = [r for r in rows if r["sk"]["S"].startswith(keys.MEMBER_PREFIX)]
+        parents = {r["par"]["S"] for r in members if "par" in r}
+        leaves = [r for r in members if r["sk"]["S"][len(keys.MEMBER_PREFIX) :] not in parents]
+        if not leaves:
+            self._call("DeleteItem", Key=keys.head_key(tenant, session_id))
+            return
+        leaf = max(leaves, key=lambda r: (r["ca"]["S"], r["sk"]["S"]))
+        leaf_id = leaf["sk"]["S"][len(keys.MEMBER_PREFIX) :]
+        _, recipe = self._decode_item(tenant, leaf, leaf_id)
+        values: dict[str, Any] = {
+            ":leaf": {"S": leaf_id},
+            ":lc": leaf["ca"],
+            ":rc": {"B": compress(recipe.to_json())},
+            ":zero": {"N": "0"},
+            ":one": {"N": "1"},
+        }
+        update = "SET leaf = :leaf, lc = :lc, rc = :rc, hv = if_not_exists(hv, :zero) + :one"
+        if "exp" in leaf:
+            update += ", exp = :exp"
+            values[":exp"] = leaf["exp"]
+        self._call(
+            "UpdateItem",
+            Key=keys.head_key(tenant, session_id),
+            UpdateExpression=update,
+            ExpressionAttributeValues=values,
+        )
+
+
+class _Cancelled(Exception):
+    """A cancelled transaction, with the per-action reason codes."""
+
+    def __init__(self, codes: list[str]) -> None:
+        super().__init__(", ".join(codes))
+        self.codes = codes
+
+    def failed(self, index: int) -> bool:
+        return index < len(self.codes) and self.codes[index] == "ConditionalCheckFailed"
+
+
+def _dedupe(requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Keep the last request per key (BatchWriteItem rejects two requests on one item)."""
+    last: dict[tuple[str, str], dict[str, Any]] = {}
+    for request in requests:
+        key = request["PutRequest"]["Item"] if "PutRequest" in request else request["DeleteRequest"]["Key"]
+        last[(key["pk"]["S"], key["sk"]["S"])] = request
+    return list(last.values())
+
+
+def _snake(operation: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() else c for c in operation).lstrip("_")
+
+
+def _takes_table(operation: str) -> bool:
+    return operation not in ("BatchGetItem", "BatchWriteItem", "TransactWriteItems")
+
+
+def build_client(
+    region_name: str | None = None,
+    endpoint_url: str | None = None,
+    retry_mode: str = "standard",
+    max_retries: int = 5,
+    client_options: dict[str, Any] | None = None,
+) -> Any:
+    """A boto3 DynamoDB client using botocore's own retry mode for transient errors.
+
+    ``client_options`` go to ``boto3.client`` as they are (credentials, say).
+    """
+    import boto3  # type: ignore[import-untyped]
+    from botocore.config import Config  # type: ignore[import-untyped]
+
+    config = Config(retries={"mode": retry_mode, "total_max_attempts": max_retries + 1})
+    try:
+        return boto3.client(
+            "dynamodb",
+            region_name=region_name
+            or os.environ.get("AWS_REGION")
+            or os.environ.get("AWS_DEFAULT_REGION")
+            or "us-east-1",
+            endpoint_url=endpoint_url,
+            config=config,
+            **(client_options or {}),
+        )
+    except BACKEND_ERRORS as exc:
+        raise map_error(exc, "CreateClient", "-") from exc
+
+
+class AsyncDynamoDBSessionStore:
+    """The async face of a :class:`DynamoDBSessionStore`.
+
+    boto3 blocks, so every method runs the blocking call on the store's own
+    bounded :class:`~concurrent.futures.ThreadPoolExecutor` (``executor_workers``
+    threads) and awaits it: the event loop never blocks, and at most that many
+    DynamoDB calls run at once. A mutator passed to :meth:`save_snapshot` runs on
+    a pool thread.
+    """
+
+    def __init__(self, store: DynamoDBSessionStore) -> None:
+        self.sync = store
+
+    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.sync.executor(), functools.partial(fn, *args, **kwargs))
+
+    async def get_snapshot(
+        self, *, snapshot_id: str | None = None, session_id: str | None = None, context: Context = None
+    ) -> SessionSnapshot | None:
+        """See :meth:`DynamoDBSessionStore.get_snapshot`."""
+        return await self._run(self.sync.get_snapshot, snapshot_id=snapshot_id, session_id=session_id, context=context)
+
+    async def save_snapshot(
+        self, snapshot_id: str, mutator: Mutator, *, context: Context = None
+    ) -> SessionSnapshot | None:
+        """See :meth:`DynamoDBSessionStore.save_snapshot`."""
+        return await self._run(self.sync.save_snapshot, snapshot_id, mutator, context=context)
+
+    async def list_snapshots(self, session_id: str, *, context: Context = None) -> Sequence[SessionSnapshot]:
+        """See :meth:`DynamoDBSessionStore.list_snapshots`."""
+        return await self._run(self.sync.list_snapshots, session_id, context=context)
+
+    async def delete_session(self, session_id: str, *, context: Context = None) -> int:
+        """See :meth:`DynamoDBSessionStore.delete_session`."""
+        return await self._run(self.sync.delete_session, session_id, context=context)
+
+    async def abort_snapshot(self, snapshot_id: str, *, context: Context = None) -> SnapshotStatus | None:
+        """See :meth:`DynamoDBSessionStore.abort_snapshot`."""
+        return await self._run(self.sync.abort_snapshot, snapshot_id, context=context)
+
+    async def heartbeat(self, snapshot_id: str, *, context: Context = None) -> SessionSnapshot:
+        """See :meth:`DynamoDBSessionStore.heartbeat`."""
+        return await self._run(self.sync.heartbeat, snapshot_id, context=context)
+
+    def watch_status(self, snapshot_id: str, *, context: Context = None) -> AsyncIterator[SnapshotStatus]:
+        """See :meth:`DynamoDBSessionStore.watch_status`."""
+        return self.sync.watch_status(snapshot_id, context=context)
+
+    async def restore_snapshots(self, snapshots: Iterable[SessionSnapshot], *, context: Context = None) -> int:
+        """See :meth:`DynamoDBSessionStore.restore_snapshots`."""
+        return await self._run(self.sync.restore_snapshots, list(snapshots), context=context)
