@@ -396,7 +396,15 @@ class DynamoDBSessionStore:
             return loaded.snapshot if loaded is not None else None
         assert session_id is not None
         head = self._get_item(keys.head_key(tenant, session_id))
-        if head is None or "leaf" not in head:
+        if head is None:
+            return None
+        if "leaf" not in head:
+            if "cyc" in head:
+                raise GenkitError(
+                    Status.DATA_LOSS,
+                    f"session {session_id!r} holds {head['cyc']['N']} snapshot(s) but none is a leaf: its parent "
+                    "chain is cyclic; resume a snapshot by id, or delete and restore the session",
+                )
             return None
         leaf = head["leaf"]["S"]
         hint: Recipe | None = None
@@ -527,6 +535,7 @@ class DynamoDBSessionStore:
         if expires is not None:
             head_update += ", exp = :exp"
             head_values[":exp"] = {"N": str(expires)}
+        head_update += " REMOVE cyc"
         if session_id in head_versions:
             seen = head_versions[session_id]
             if seen is None:
@@ -928,8 +937,16 @@ class DynamoDBSessionStore:
         members = [r for r in rows if r["sk"]["S"].startswith(keys.MEMBER_PREFIX)]
         parents = {r["par"]["S"] for r in members if "par" in r}
         leaves = [r for r in members if r["sk"]["S"][len(keys.MEMBER_PREFIX) :] not in parents]
-        if not leaves:
+        if not members:
             self._call("DeleteItem", Key=keys.head_key(tenant, session_id))
+            return
+        if not leaves:  # every snapshot has a child: the parent chain is cyclic
+            self._call(
+                "UpdateItem",
+                Key=keys.head_key(tenant, session_id),
+                UpdateExpression="SET cyc = :n, hv = if_not_exists(hv, :zero) + :one REMOVE leaf, rc",
+                ExpressionAttributeValues={":n": {"N": str(len(members))}, ":zero": {"N": "0"}, ":one": {"N": "1"}},
+            )
             return
         leaf = max(leaves, key=lambda r: (r["ca"]["S"], r["sk"]["S"]))
         leaf_id = leaf["sk"]["S"][len(keys.MEMBER_PREFIX) :]
@@ -948,7 +965,7 @@ class DynamoDBSessionStore:
         self._call(
             "UpdateItem",
             Key=keys.head_key(tenant, session_id),
-            UpdateExpression=update,
+            UpdateExpression=update + " REMOVE cyc",
             ExpressionAttributeValues=values,
         )
 
