@@ -34,20 +34,19 @@ __all__ = ["AsyncInMemorySessionStore", "InMemorySessionStore"]
 
 @attrs.define
 class _Session:
-    """One session tree's index: its snapshot ids in creation order and its leaf.
-
-    The leaf is held as the stored snapshot itself (the same object as in the
-    snapshots map), so a session lookup needs no second probe of that map.
-    """
+    """One session tree's index: its snapshot ids in creation order."""
 
     ids: list[str] = attrs.Factory(list)
-    leaf: SessionSnapshot | None = None
 
 
 @attrs.define
 class _Tenant:
+    """One tenant's data. ``leaves`` maps a session id to its leaf, held as the stored
+    snapshot itself (the same object as in ``snapshots``), so a session lookup is one probe."""
+
     snapshots: dict[str, SessionSnapshot] = attrs.Factory(dict)
     sessions: dict[str, _Session] = attrs.Factory(dict)
+    leaves: dict[str, SessionSnapshot] = attrs.Factory(dict)
 
 
 _Watcher = tuple[asyncio.AbstractEventLoop, "asyncio.Queue[SnapshotStatus]"]
@@ -92,16 +91,17 @@ class InMemorySessionStore:
             tenant = self._tenant(context)
             if snapshot_id is not None:
                 return tenant.snapshots.get(snapshot_id)
+            leaf = tenant.leaves.get(session_id)  # type: ignore[arg-type]
+            if leaf is not None:
+                return leaf
             session = tenant.sessions.get(session_id)  # type: ignore[arg-type]
             if session is None or not session.ids:
                 return None
-            if session.leaf is None:
-                raise GenkitError(
-                    Status.DATA_LOSS,
-                    f"session {session_id!r} holds {len(session.ids)} snapshot(s) but none is a leaf: its parent "
-                    "chain is cyclic; resume a snapshot by id, or delete and restore the session",
-                )
-            return session.leaf
+            raise GenkitError(
+                Status.DATA_LOSS,
+                f"session {session_id!r} holds {len(session.ids)} snapshot(s) but none is a leaf: its parent "
+                "chain is cyclic; resume a snapshot by id, or delete and restore the session",
+            )
 
     def save_snapshot(self, snapshot_id: str, mutator: Mutator, *, context: Context = None) -> SessionSnapshot | None:
         """Atomically apply ``mutator`` to the snapshot ``snapshot_id`` and store the result."""
@@ -118,11 +118,9 @@ class InMemorySessionStore:
                 if session is None:
                     session = tenant.sessions[snapshot.session_id] = _Session()  # type: ignore[index]
                 session.ids.append(snapshot_id)
-                session.leaf = snapshot
-            else:
-                session = tenant.sessions[snapshot.session_id]  # type: ignore[index]
-                if session.leaf is existing:
-                    session.leaf = snapshot
+                tenant.leaves[snapshot.session_id] = snapshot  # type: ignore[index]
+            elif tenant.leaves.get(snapshot.session_id) is existing:  # type: ignore[arg-type]
+                tenant.leaves[snapshot.session_id] = snapshot  # type: ignore[index]
             tenant.snapshots[snapshot_id] = snapshot
             self._notify(context, snapshot, existing)
             return snapshot
@@ -145,6 +143,7 @@ class InMemorySessionStore:
         with self._lock:
             tenant = self._tenant(context)
             session = tenant.sessions.pop(session_id, None)
+            tenant.leaves.pop(session_id, None)
             if session is None:
                 return 0
             for snapshot_id in session.ids:
@@ -263,7 +262,10 @@ class InMemorySessionStore:
         members = [tenant.snapshots[i] for i in session.ids]
         parents = {s.parent_id for s in members if s.parent_id is not None}
         leaves = [s for s in members if s.snapshot_id not in parents]
-        session.leaf = max(leaves, key=lambda s: (s.created_at, s.snapshot_id)) if leaves else None
+        if leaves:
+            tenant.leaves[session_id] = max(leaves, key=lambda s: (s.created_at, s.snapshot_id))
+        else:
+            tenant.leaves.pop(session_id, None)
         session.ids.sort(key=lambda i: (tenant.snapshots[i].created_at, i))
 
 
