@@ -13,7 +13,11 @@ from collections.abc import Sequence
 
 from genkit_sessions.errors import GenkitError
 
-COMMAND_MODULES = ("genkit_sessions.cli.demo", "genkit_sessions.cli.conformance_cmd")
+COMMAND_MODULES = (
+    "genkit_sessions.cli.demo",
+    "genkit_sessions.cli.conformance_cmd",
+    "genkit_sessions.cli.dynamodb_cmd",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
