@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from conformance.cases import PROFILES, load_cases
+from conformance.cases import CAPABILITIES, PROFILES, load_cases
 from conformance.report import progress_printer, render_rule_table, render_summary, write_json, write_junit
 from conformance.runner import StoreFactory, run_cases
 
@@ -37,6 +37,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--junit-xml", type=Path, metavar="FILE", help="also write the results as JUnit XML to FILE")
     parser.add_argument("--area", action="append", help="run only this area (repeatable): resolver, store, wire, ids")
     parser.add_argument("--case", action="append", metavar="ID", help="run only the case with this id (repeatable)")
+    parser.add_argument(
+        "--claim",
+        action="append",
+        default=[],
+        choices=CAPABILITIES,
+        help="a capability the store is meant to have: run its cases even if detection misses it (repeatable)",
+    )
     parser.add_argument("--by-rule", action="store_true", help="also print a table of outcomes per rule")
 
 
@@ -70,6 +77,7 @@ def run_from_args(args: argparse.Namespace) -> int:
             cases,
             profile=args.profile,
             store_name=args.store,
+            claims=args.claim,
             on_result=progress_printer(sys.stderr),
         )
     )

@@ -81,7 +81,10 @@ def render_summary(report: SuiteReport) -> str:
     lines = [
         f"conformance: store {report.store}, profile {report.profile}, "
         f"{len(report.results)} cases in {report.seconds:.2f} s",
-        f"capabilities: {caps}",
+        f"capabilities: {caps}"
+        + (
+            f" (claimed, not detected: {', '.join(report.claimed_not_detected)})" if report.claimed_not_detected else ""
+        ),
         "",
         _table(
             ["area", *_OUTCOMES, "total"],
@@ -121,6 +124,7 @@ def to_json(report: SuiteReport) -> dict[str, Any]:
         "seconds": round(report.seconds, 4),
         "ok": report.ok,
         "capabilities": dict(report.capabilities),
+        "claimedNotDetected": list(report.claimed_not_detected),
         "summary": {outcome: report.count(outcome) for outcome in _OUTCOMES},
         "cases": [
             {

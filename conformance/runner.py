@@ -67,6 +67,7 @@ class SuiteReport:
     capabilities: Mapping[str, bool]
     results: tuple[CaseResult, ...]
     seconds: float
+    claimed_not_detected: tuple[str, ...] = ()
 
     def count(self, outcome: str) -> int:
         """How many cases ended with ``outcome``."""
@@ -118,9 +119,14 @@ def _check_raised(case: Case, what: str, error: BaseException, expected: Mapping
         _check(case, f"{what} error details", thaw(error.details), expected["details"], {})
 
 
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:30]}...({len(str(value))} chars)"
+
+
 def _describe(value: Any) -> str:
     if isinstance(value, SessionSnapshot):
-        return f"snapshot {value.snapshot_id!r} ({value.effective_status.value})"
+        return f"snapshot {_short(value.snapshot_id)} ({value.effective_status.value})"
     text = repr(value)
     return text if len(text) <= 160 else text[:157] + "..."
 
@@ -168,11 +174,14 @@ async def _seed(case: Case, handle: StoreHandle, capabilities: Mapping[str, bool
             continue
         snapshots = [from_wire(SessionSnapshot, s) for s in snaps]
         context = context_for(tenant)
-        if capabilities.get("restore"):
-            await handle.call("restore_snapshots", snapshots, context=context)
-        else:
-            for snapshot in snapshots:
-                await handle.call("save_snapshot", snapshot.snapshot_id, _constant(snapshot), context=context)
+        try:
+            if capabilities.get("restore"):
+                await handle.call("restore_snapshots", snapshots, context=context)
+            else:
+                for snapshot in snapshots:
+                    await handle.call("save_snapshot", snapshot.snapshot_id, _constant(snapshot), context=context)
+        except Exception as error:
+            raise _fail(case, f"the store refused the case's data ({type(error).__name__}: {error})") from None
         seeded += [(tenant, s.snapshot_id) for s in snapshots]
     return seeded
 
@@ -363,7 +372,13 @@ async def _watch(
     iterator: AsyncIterator[Any] = stream
     statuses: list[str] = []
     try:
-        statuses.append(str(SnapshotStatus(await asyncio.wait_for(iterator.__anext__(), _WATCH_TIMEOUT))))
+        try:
+            first = await asyncio.wait_for(iterator.__anext__(), _WATCH_TIMEOUT)
+        except (StopAsyncIteration, asyncio.TimeoutError):
+            raise _fail(
+                case, f"watch {_short(step['snapshotId'])} yielded no status within {_WATCH_TIMEOUT} s"
+            ) from None
+        statuses.append(str(SnapshotStatus(first)))
         for inner in step.get("during", ()):
             await _run_step(case, handle, inner, captures)
         while statuses[-1] not in ("completed", "failed", "aborted"):
@@ -448,7 +463,8 @@ async def _run_step(
     case: Case, handle: StoreHandle, step: Mapping[str, Any], captures: MutableMapping[str, Any]
 ) -> None:
     op = step["op"]
-    what = f"step {op} {step.get('snapshotId') or step.get('sessionId') or ''}".rstrip()
+    target = step.get("snapshotId", step.get("sessionId"))
+    what = f"step {op}" if target is None else f"step {op} {_short(target)}"
     expect = step.get("expect", {})
     seen: list[Any] = []
     try:
@@ -479,6 +495,10 @@ async def _run_step(
         _check(case, what, result, expect["snapshotIds"], captures)
     if "statuses" in expect:
         _check(case, what, result, expect["statuses"], captures)
+    if "firstStatus" in expect:
+        _check(case, f"{what} (first status)", result[0] if result else None, expect["firstStatus"], captures)
+    if "lastStatus" in expect:
+        _check(case, f"{what} (last status)", result[-1] if result else None, expect["lastStatus"], captures)
 
 
 async def _run_steps(case: Case, handle: StoreHandle, capabilities: Mapping[str, bool]) -> None:
@@ -532,18 +552,26 @@ async def run_cases(
     *,
     profile: str = "reject",
     store_name: str = "store",
+    claims: Iterable[str] = (),
     on_result: Callable[[int, int, CaseResult], None] | None = None,
 ) -> SuiteReport:
-    """Run ``cases`` against fresh stores from ``factory``; ``on_result`` sees each result as it comes."""
+    """Run ``cases`` against fresh stores from ``factory``; ``on_result`` sees each result as it comes.
+
+    ``claims`` names capabilities the store is meant to have: their cases run even when detection
+    does not find them (a store that ignores tenants then fails the tenancy cases instead of skipping them).
+    """
+    claims = frozenset(claims)
     started = time.perf_counter()
-    capabilities = await detect_capabilities(factory)
+    detected = await detect_capabilities(factory)
+    capabilities = {name: found or name in claims for name, found in detected.items()}
     results: list[CaseResult] = []
     for index, case in enumerate(cases, 1):
         result = await _run_case(case, factory, profile, capabilities)
         results.append(result)
         if on_result is not None:
             on_result(index, len(cases), result)
-    return SuiteReport(store_name, profile, capabilities, tuple(results), time.perf_counter() - started)
+    missing = tuple(sorted(name for name in claims if not detected.get(name)))
+    return SuiteReport(store_name, profile, capabilities, tuple(results), time.perf_counter() - started, missing)
 
 
 def run_suite(
@@ -553,6 +581,7 @@ def run_suite(
     areas: Iterable[str] | None = None,
     ids: Sequence[str] | None = None,
     store_name: str | None = None,
+    claims: Iterable[str] = (),
     on_result: Callable[[int, int, CaseResult], None] | None = None,
 ) -> SuiteReport:
     """Run the shipped cases against ``factory``'s stores and return the report.
@@ -564,4 +593,4 @@ def run_suite(
     """
     cases = load_cases(areas=areas, ids=ids)
     name = store_name or str(getattr(factory, "__qualname__", repr(factory)))
-    return asyncio.run(run_cases(factory, cases, profile=profile, store_name=name, on_result=on_result))
+    return asyncio.run(run_cases(factory, cases, profile=profile, store_name=name, claims=claims, on_result=on_result))
