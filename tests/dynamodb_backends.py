@@ -48,11 +48,13 @@ class Guard:
         self.calls: Counter[str] = Counter()
         self.log: list[str] = []
         self.faults: list[Fault] = []
+        self.after_faults: list[Fault] = []
         self.bytes_written = 0
         self._lock = threading.Lock()
 
     def attach(self, client: Any) -> None:
         client.meta.events.register("provide-client-params.dynamodb", self._on_call)
+        client.meta.events.register("after-call.dynamodb", self._after_call)
         client._genkit_test_guard = self
 
     def reset(self) -> None:
@@ -71,6 +73,10 @@ class Guard:
             faults = list(self.faults)
         for fault in faults:
             fault(operation, params)
+
+    def _after_call(self, model: Any, **_: Any) -> None:
+        for fault in list(self.after_faults):
+            fault(model.name, {})
 
 
 def guard_of(store: DynamoDBSessionStore) -> Guard:

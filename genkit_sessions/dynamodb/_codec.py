@@ -58,7 +58,7 @@ class CorruptData(ValueError):
 
 def compress(value: Any) -> bytes:
     """Compact JSON, zlib-compressed, behind a one-byte format tag."""
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     return _FORMAT + zlib.compress(text.encode("utf-8"), 6)
 
 

@@ -1,0 +1,158 @@
+"""Round trips of the DynamoDB store's pure helpers: compression, chunking, JSON diffs, state plans."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from genkit_sessions import Message, SessionState, to_wire
+from genkit_sessions.dynamodb._codec import (
+    CorruptData,
+    Recipe,
+    apply_patch,
+    compress,
+    decompress,
+    diff,
+    fold,
+    join_parts,
+    plan_state,
+    split_parts,
+    strict_equal,
+)
+from genkit_sessions.model.wire import from_wire
+
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53), 2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text()
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda children: st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=8), children, max_size=5),
+    max_leaves=30,
+)
+
+
+@given(json_values)
+def test_compress_round_trips_any_json(value: Any) -> None:
+    assert strict_equal(decompress(compress(value)), value)
+
+
+@given(st.binary(max_size=5000), st.integers(1, 700))
+def test_split_parts_round_trip_and_respect_the_size(data: bytes, size: int) -> None:
+    parts = split_parts(data, size)
+    assert join_parts(parts) == data
+    assert all(len(p) <= size for p in parts)
+    assert len(parts) == max(1, -(-len(data) // size))
+
+
+@given(json_values, json_values)
+def test_apply_patch_of_diff_rebuilds_the_new_value(old: Any, new: Any) -> None:
+    assert strict_equal(apply_patch(old, diff(old, new)), new)
+
+
+@given(st.dictionaries(st.text(max_size=5), json_values, max_size=6), st.lists(json_values, max_size=4))
+def test_growing_a_list_is_patched_as_an_append_of_the_new_items_only(doc: dict[str, Any], extra: list[Any]) -> None:
+    old = {**doc, "log": [1, 2]}
+    new = {**doc, "log": [1, 2, *extra]}
+    ops = diff(old, new)
+    assert strict_equal(apply_patch(old, ops), new)
+    if extra:
+        assert ops == [["+", ["log"], extra]]
+
+
+def test_strict_equal_tells_numbers_and_booleans_apart() -> None:
+    assert not strict_equal(1, True)
+    assert not strict_equal(1, 1.0)
+    assert not strict_equal({"a": [0]}, {"a": [False]})
+    assert strict_equal({"a": [1, {"b": None}]}, {"a": [1, {"b": None}]})
+
+
+def test_decompress_refuses_bytes_it_did_not_write() -> None:
+    for bad in (b"", b"\x02abc", b"\x01not zlib"):
+        with pytest.raises(CorruptData):
+            decompress(bad)
+
+
+def test_apply_patch_refuses_a_patch_that_does_not_fit() -> None:
+    with pytest.raises(CorruptData):
+        apply_patch({"a": 1}, [["d", ["b"]]])
+    with pytest.raises(CorruptData):
+        apply_patch([1], [["s", ["x", "y"], 2]])
+
+
+# --- state plans: a chain of states stored as blobs and rebuilt --------------------------------
+
+texts = st.text(alphabet="abcdefgh ", min_size=0, max_size=12)
+steps = st.lists(
+    st.one_of(
+        st.tuples(st.just("append"), st.lists(texts, min_size=0, max_size=3)),
+        st.tuples(st.just("custom"), json_values),
+        st.tuples(st.just("rewrite"), st.lists(texts, max_size=3)),
+        st.tuples(st.just("none"), st.none()),
+        st.tuples(st.just("no-messages-key"), st.none()),
+    ),
+    min_size=1,
+    max_size=30,
+)
+
+
+def _next_state(state: SessionState | None, step: tuple[str, Any]) -> SessionState | None:
+    kind, arg = step
+    base = state or SessionState(session_id="s")
+    if kind == "append":
+        added = tuple(Message.of_text("user", t) for t in arg)
+        return attrs.evolve(base, messages=base.message_list + added)
+    if kind == "custom":
+        return attrs.evolve(base, custom=arg)
+    if kind == "rewrite":
+        return attrs.evolve(base, messages=tuple(Message.of_text("model", t) for t in arg))
+    if kind == "no-messages-key":
+        return attrs.evolve(base, messages=None)
+    return None
+
+
+def _rebuild(recipe: Recipe, blobs: dict[str, Any]) -> SessionState | None:
+    payloads = [decompress(blobs[name]) for name, _ in recipe.refs]
+    return fold(payloads, lambda _, wire: tuple(from_wire(Message, m) for m in wire))
+
+
+@settings(max_examples=60, deadline=None)
+@given(steps, st.integers(1, 5))
+def test_every_state_of_a_chain_rebuilds_exactly_from_its_recipe(plan_steps: list[Any], every: int) -> None:
+    blobs: dict[str, Any] = {}
+    state: SessionState | None = None
+    recipe: Recipe | None = None
+    for index, step in enumerate(plan_steps):
+        new_state = _next_state(state, step)
+        plan = plan_state(state, recipe, new_state, every, max_pages=3)
+        name = f"b{index}"
+        blobs[name] = compress(plan.payload)
+        recipe = plan.recipe(name, 1)
+        rebuilt = _rebuild(recipe, blobs)
+        assert (to_wire(rebuilt) if rebuilt else None) == (to_wire(new_state) if new_state else None)
+        assert recipe.deltas <= every
+        state = new_state
+
+
+@given(st.integers(1, 60), st.integers(2, 10))
+def test_appended_messages_are_written_at_most_twice_and_recipes_stay_short(turns: int, every: int) -> None:
+    state: SessionState | None = None
+    recipe: Recipe | None = None
+    written: dict[str, int] = {}
+    for turn in range(turns):
+        new_state = _next_state(state, ("append", [f"message {turn}"]))
+        plan = plan_state(state, recipe, new_state, every)
+        for message in plan.payload.get("a", []) + plan.payload.get("m", []):
+            text = message["content"][0]["text"]
+            written[text] = written.get(text, 0) + 1
+        recipe = plan.recipe(f"b{turn}", 1)
+        state = new_state
+    assert max(written.values()) <= 2
+    assert recipe is not None and len(recipe.refs) <= turns // every + every
