@@ -1,0 +1,244 @@
+"""How the DynamoDB store lays data out: call budgets, diffs, large states, ids, TTL, deletion."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import attrs
+import pytest
+
+from genkit_sessions import AgentInit, Message, SessionResolver, SessionSnapshot, SessionState
+from genkit_sessions.dynamodb import DynamoDBSessionStore
+from genkit_sessions.dynamodb._keys import BLOB_PREFIX
+from tests.dynamodb.helpers import cold, noise, prose, save_new, scan, state_of
+from tests.dynamodb_backends import guard_of
+
+StoreFactory = Any
+
+
+def _chat(store: DynamoDBSessionStore, session_id: str, turns: int, size: int = 300, seed: int = 1) -> list[str]:
+    """Saves a linear chat the way an agent does: resume the leaf, append two messages, save a child."""
+    rng = random.Random(seed)
+    ids: list[str] = []
+    parent: SessionSnapshot | None = None
+    for turn in range(turns):
+        base = parent.state if parent is not None and parent.state is not None else SessionState(session_id=session_id)
+        added = (Message.of_text("user", prose(rng, size)), Message.of_text("model", prose(rng, size)))
+        state = attrs.evolve(base, messages=base.message_list + added, custom={"turn": turn})
+        snapshot_id = f"{session_id}-{turn}"
+        parent = save_new(store, snapshot_id, state, parent.snapshot_id if parent else None)
+        ids.append(snapshot_id)
+    return ids
+
+
+def test_reads_take_at_most_two_calls_whatever_the_history_length(make_dynamo: StoreFactory) -> None:
+    store = make_dynamo(checkpoint_every=10)
+    ids = _chat(store, "s", 45)
+    written = store.get_snapshot(snapshot_id=ids[-1])
+    reader = cold(store)
+    guard = guard_of(store)
+    for snapshot_id in (ids[0], ids[9], ids[23], ids[-1]):
+        guard.reset()
+        snapshot = reader.get_snapshot(snapshot_id=snapshot_id)
+        assert snapshot is not None and snapshot.snapshot_id == snapshot_id
+        assert sum(guard.calls.values()) <= 2, guard.log
+    guard.reset()
+    leaf = cold(store).get_snapshot(session_id="s")
+    assert leaf == written
+    assert sum(guard.calls.values()) <= 2, guard.log
+
+
+def test_a_turn_end_save_after_a_resume_costs_one_read_and_one_transaction(make_dynamo: StoreFactory) -> None:
+    store = make_dynamo()
+    _chat(store, "s", 5)
+    turn_store = cold(store)  # a fresh process: resume, then save the turn's end
+    guard = guard_of(store)
+    guard.reset()
+    resolution = SessionResolver.resolve(turn_store, True, AgentInit(session_id="s"))
+    assert resolution.ok and resolution.snapshot is not None
+    assert sum(guard.calls.values()) <= 2, guard.log
+    guard.reset()
+    parent = resolution.snapshot
+    assert parent.state is not None
+    state = attrs.evolve(parent.state, messages=(*parent.state.message_list, Message.of_text("user", "one more")))
+    save_new(turn_store, "next", state, parent.snapshot_id)
+    assert dict(guard.calls) == {"GetItem": 1, "TransactWriteItems": 1}
+    assert cold(store).get_snapshot(session_id="s") == turn_store.get_snapshot(snapshot_id="next")
+
+
+def test_each_turn_writes_only_its_new_content_plus_periodic_pages(make_dynamo: StoreFactory) -> None:
+    store = make_dynamo(checkpoint_every=10)
+    guard = guard_of(store)
+    _chat(store, "warmup", 10, size=1000)
+    guard.reset()
+    ids = _chat(store, "s", 40, size=1000)
+    early, late = guard.bytes_written, 0
+    guard.reset()
+    _chat_more(store, ids[-1], 40)
+    late = guard.bytes_written
+    assert late <= 2 * early, (early, late)
+    full_state_bytes = len(str(store.get_snapshot(snapshot_id=ids[-1])))
+    assert early / 40 < full_state_bytes / 4
+
+
+def _chat_more(store: DynamoDBSessionStore, leaf_id: str, turns: int) -> None:
+    rng = random.Random(7)
+    parent = store.get_snapshot(snapshot_id=leaf_id)
+    assert parent is not None and parent.state is not None
+    for turn in range(turns):
+        assert parent is not None and parent.state is not None
+        added = (Message.of_text("user", prose(rng, 1000)), Message.of_text("model", prose(rng, 1000)))
+        state = attrs.evolve(parent.state, messages=parent.state.message_list + added)
+        parent = save_new(store, f"more-{turn}", state, parent.snapshot_id)
+
+
+def test_a_state_larger_than_an_item_is_split_and_reads_back_exactly(make_dynamo: StoreFactory) -> None:
+    store = make_dynamo()
+    rng = random.Random(3)
+    state = state_of("big", [noise(rng, 300_000), noise(rng, 300_000)], custom={"k": noise(rng, 100_000)})
+    saved = save_new(store, "big-1", state)
+    assert cold(store).get_snapshot(snapshot_id="big-1") == saved
+    parts = [i for i in scan(store) if i["sk"]["S"].startswith(BLOB_PREFIX)]
+    assert len(parts) >= 2
+    assert all("exp" not in p and "stg" not in p for p in parts)
+
+
+def test_a_six_megabyte_state_commits_atomically_and_reads_back_exactly(make_server_dynamo: StoreFactory) -> None:
+    store = make_server_dynamo()
+    rng = random.Random(5)
+    guard = guard_of(store)
+    parent = save_new(store, "p", state_of("huge", ["hello"]))
+    texts = [noise(rng, 250_000) for _ in range(24)]  # 6 MB that barely compresses: more than a transaction holds
+    guard.reset()
+    saved = save_new(store, "six-mb", state_of("huge", texts), parent.snapshot_id)
+    assert guard.calls["BatchWriteItem"] >= 1  # parts were staged ahead of the commit
+    assert guard.calls["TransactWriteItems"] == 1
+    reader = cold(store)
+    guard.reset()
+    assert reader.get_snapshot(session_id="huge") == saved
+    assert sum(guard.calls.values()) <= 2
+    parts = [i for i in scan(store) if i["sk"]["S"].startswith(BLOB_PREFIX)]
+    assert all("exp" not in p and "stg" not in p for p in parts)
+    # A small turn on top of the 6 MB state writes only the new content.
+    guard.reset()
+    assert saved.state is not None
+    child = attrs.evolve(saved.state, messages=(*saved.state.message_list, Message.of_text("user", "and then?")))
+    save_new(store, "after-six-mb", child, "six-mb")
+    assert guard.bytes_written < 20_000
+    assert cold(store).get_snapshot(snapshot_id="after-six-mb") is not None
+
+
+@pytest.mark.parametrize(
+    "weird",
+    [
+        "quote'\"and#hash:colon",
+        "x = :v OR attribute_exists(pk)",
+        "ünïcödé-ids-🙂",
+        "a" * 512,
+        "#head",
+    ],
+)
+def test_any_valid_id_is_only_ever_an_attribute_value(make_dynamo: StoreFactory, weird: str) -> None:
+    store = make_dynamo()
+    root = save_new(store, weird, state_of(weird, ["hi"]))
+    child = save_new(store, weird[:-1] + "!", state_of(weird, ["hi", "there"]), weird)
+    assert store.get_snapshot(snapshot_id=weird) == root
+    assert store.get_snapshot(session_id=weird) == child
+    assert [s.snapshot_id for s in store.list_snapshots(weird)] == [weird, child.snapshot_id]
+    assert store.get_snapshot(snapshot_id=weird, context={"tenant": "other"}) is None
+    assert store.delete_session(weird) == 2
+
+
+def test_tenants_are_key_prefixes_that_never_collide(make_dynamo: StoreFactory) -> None:
+    store = make_dynamo()
+    save_new(store, "x", state_of("s", ["tenant a"]))
+    store.save_snapshot(
+        "x", lambda _: SessionSnapshot(snapshot_id="x", state=state_of("s", ["tenant b"])), context={"tenant": "b"}
+    )
+    a = store.get_snapshot(session_id="s")
+    b = store.get_snapshot(session_id="s", context={"tenant": "b"})
+    assert a is not None and a.state is not None and a.state.message_list[0].text == "tenant a"
+    assert b is not None and b.state is not None and b.state.message_list[0].text == "tenant b"
+    assert store.delete_session("s", context={"tenant": "b"}) == 1
+    assert store.get_snapshot(session_id="s") == a
+
+
+def test_ttl_gives_every_item_of_a_session_tree_one_expiry(make_dynamo: StoreFactory) -> None:
+    now = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+    store = make_dynamo(ttl=timedelta(hours=2), clock=lambda: now, checkpoint_every=3)
+    _chat(store, "s", 7)
+    items = scan(store)
+    assert items and all(int(i["exp"]["N"]) == int(now.timestamp()) + 7200 for i in items)
+
+
+def test_without_ttl_no_item_expires(make_dynamo: StoreFactory) -> None:
+    store = make_dynamo()
+    _chat(store, "s", 4)
+    assert all("exp" not in i for i in scan(store))
+
+
+def test_delete_session_removes_every_item_of_the_session_and_nothing_else(make_dynamo: StoreFactory) -> None:
+    store = make_dynamo(checkpoint_every=3, chunk_bytes=1000)
+    _chat(store, "keep", 3)
+    before = {(i["pk"]["S"], i["sk"]["S"]) for i in scan(store)}
+    _chat(store, "gone", 8, size=2000)
+    assert store.delete_session("gone") == 8
+    assert {(i["pk"]["S"], i["sk"]["S"]) for i in scan(store)} == before
+    assert store.get_snapshot(session_id="gone") is None
+    assert store.get_snapshot(snapshot_id="gone-3") is None
+
+
+def test_list_snapshots_rebuilds_every_state_of_a_branching_tree(make_dynamo: StoreFactory) -> None:
+    store = make_dynamo(checkpoint_every=2)
+    ids = _chat(store, "s", 5)
+    fork_parent = store.get_snapshot(snapshot_id=ids[1])
+    assert fork_parent is not None and fork_parent.state is not None
+    fork = save_new(store, "fork", attrs.evolve(fork_parent.state, custom={"fork": True}), ids[1])
+    listed = cold(store).list_snapshots("s")
+    assert [s.snapshot_id for s in listed] == [*ids, "fork"]
+    assert listed[-1] == fork
+    assert all(s == store.get_snapshot(snapshot_id=s.snapshot_id) for s in listed)
+    assert store.get_snapshot(session_id="s") == fork
+
+
+def test_rewriting_a_snapshots_state_keeps_its_children_readable(make_dynamo: StoreFactory) -> None:
+    store = make_dynamo(checkpoint_every=2)
+    ids = _chat(store, "s", 4)
+    rewritten = store.save_snapshot(
+        ids[1], lambda cur: attrs.evolve(cur, state=state_of("s", ["rewritten"], custom={"new": 1}))
+    )
+    assert rewritten is not None
+    reader = cold(store)
+    assert reader.get_snapshot(snapshot_id=ids[1]) == rewritten
+    child = reader.get_snapshot(snapshot_id=ids[3])
+    assert child is not None and child.state is not None and len(child.state.message_list) == 8
+
+
+def test_the_async_face_runs_boto3_on_the_stores_own_bounded_pool(make_dynamo: StoreFactory) -> None:
+    store = make_dynamo(executor_workers=2)
+    threads: list[str] = []
+
+    def mutator(current: SessionSnapshot | None) -> SessionSnapshot:
+        threads.append(threading.current_thread().name)
+        return SessionSnapshot(snapshot_id="a", state=state_of("s", ["hi"]))
+
+    async def main() -> SessionSnapshot | None:
+        await asyncio.gather(
+            *(
+                store.aio.save_snapshot(f"x{i}", lambda _, i=i: SessionSnapshot(snapshot_id=f"x{i}", session_id="t"))
+                for i in range(5)
+            )
+        )
+        await store.aio.save_snapshot("a", mutator)
+        return await store.aio.get_snapshot(session_id="s")
+
+    leaf = asyncio.run(main())
+    assert leaf is not None and leaf.snapshot_id == "a"
+    assert threads and all(name.startswith("genkit-sessions-dynamodb") for name in threads)
+    executor = store.executor()
+    assert executor._max_workers == 2
+    store.close()
