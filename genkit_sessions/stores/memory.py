@@ -220,8 +220,14 @@ class InMemorySessionStore:
     def _notify(self, context: Context, snapshot: SessionSnapshot, existing: SessionSnapshot | None) -> None:
         if not self._watchers or (existing is not None and existing.status is snapshot.status):
             return
-        for loop, queue in self._watchers.get((tenant_key(self._tenant_of, context), snapshot.snapshot_id), ()):
-            loop.call_soon_threadsafe(queue.put_nowait, snapshot.effective_status)
+        key = (tenant_key(self._tenant_of, context), snapshot.snapshot_id)
+        for loop, queue in list(self._watchers.get(key, ())):
+            try:
+                loop.call_soon_threadsafe(queue.put_nowait, snapshot.effective_status)
+            except RuntimeError:  # the watcher's event loop is closed: nobody is listening any more
+                self._watchers[key].remove((loop, queue))
+        if not self._watchers.get(key, True):
+            del self._watchers[key]
 
     def restore_snapshots(self, snapshots: Iterable[SessionSnapshot], *, context: Context = None) -> int:
         """Store snapshots verbatim, as an import or a test fixture would.

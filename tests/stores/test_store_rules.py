@@ -431,3 +431,17 @@ def test_s12_a_bad_tenant_function_surfaces_as_a_status_error(make_store: Any) -
     store = make_store(tenant_of=lambda ctx: 42)
     error = error_of(lambda: store.get_snapshot(snapshot_id="a"))
     assert error.status == "INVALID_ARGUMENT" and "tenant" in error.message
+
+
+def test_s11_a_watcher_abandoned_with_its_event_loop_never_breaks_a_writer(store: Any) -> None:
+    put(store, snap("a", status="pending"))
+
+    async def start_watching() -> None:
+        stream = store.watch_status("a")
+        assert (await stream.__anext__()).value == "pending"  # subscribed, then the loop goes away
+
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(start_watching())
+    loop.close()
+    assert store.abort_snapshot("a") is SnapshotStatus.PENDING
+    assert store.get_snapshot(snapshot_id="a").status is SnapshotStatus.ABORTED
