@@ -11,7 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from conformance.cases import CAPABILITIES, PROFILES, load_cases
-from conformance.report import progress_printer, render_rule_table, render_summary, write_json, write_junit
+from conformance.report import (
+    progress_printer,
+    render_rule_table,
+    render_summary,
+    write_json,
+    write_junit,
+    write_markdown,
+)
 from conformance.runner import StoreFactory, run_cases
 
 __all__ = ["DEFAULT_STORE", "add_arguments", "load_factory", "main", "run_from_args"]
@@ -35,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the results as JSON to FILE")
     parser.add_argument("--junit-xml", type=Path, metavar="FILE", help="also write the results as JUnit XML to FILE")
+    parser.add_argument(
+        "--markdown", type=Path, metavar="FILE", help="also write every case's result as markdown to FILE"
+    )
     parser.add_argument("--area", action="append", help="run only this area (repeatable): resolver, store, wire, ids")
     parser.add_argument("--case", action="append", metavar="ID", help="run only the case with this id (repeatable)")
     parser.add_argument(
@@ -89,7 +99,19 @@ def run_from_args(args: argparse.Namespace) -> int:
         write_json(report, args.json)
     if args.junit_xml is not None:
         write_junit(report, args.junit_xml)
+    if args.markdown is not None:
+        write_markdown(report, args.markdown, _command(args))
     return 0 if report.ok else 1
+
+
+def _command(args: argparse.Namespace) -> str:
+    """The command line that reproduces this run (output files left out)."""
+    parts = ["python -m conformance", f"--store {args.store}", f"--profile {args.profile}"]
+    parts += [f"--claim {c}" for c in args.claim]
+    parts += [f"--area {a}" for a in args.area or ()]
+    if args.markdown is not None:
+        parts.append(f"--markdown {args.markdown}")
+    return " ".join(parts)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

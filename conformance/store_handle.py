@@ -73,14 +73,16 @@ async def detect_capabilities(factory: Callable[[], Any]) -> dict[str, bool]:
 
 
 async def close_store(store: Any) -> None:
-    """Close a store that has ``close`` or ``aclose`` (DynamoDB clients, say); do nothing otherwise."""
-    for name in ("aclose", "close"):
-        closer = getattr(store, name, None)
-        if callable(closer):
-            result = closer()
-            if inspect.isawaitable(result):
-                await result
-            return
+    """Close a store that has ``aclose`` or ``close`` (thread pools, clients); an async face without
+    either is closed through the blocking store it fronts (``store.sync``). Otherwise do nothing."""
+    for target in (store, getattr(store, "sync", None)):
+        for name in ("aclose", "close"):
+            closer = getattr(target, name, None)
+            if callable(closer):
+                result = closer()
+                if inspect.isawaitable(result):
+                    await result
+                return
 
 
 def fault_error(fault: Mapping[str, Any]) -> BaseException:

@@ -1,0 +1,44 @@
+"""The whole suite against the DynamoDB store: on in-process moto and on a moto server over HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import conformance
+
+try:
+    from tests.dynamodb_backends import make_client, server_endpoint, store_factory
+except ImportError as exc:  # the DynamoDB store or its test backends are not there
+    pytest.skip(f"genkit_sessions.dynamodb is not importable: {exc}", allow_module_level=True)
+
+
+@pytest.fixture
+def inprocess() -> Iterator[Any]:
+    from moto import mock_aws
+
+    with mock_aws():
+        yield store_factory(make_client())
+
+
+def _required_failures(report: conformance.SuiteReport) -> list[str]:
+    return [f"{r.case.id}: {r.message}" for r in report.failures if r.case.level == "must"]
+
+
+def test_dynamodb_on_inprocess_moto_passes_every_required_case(inprocess: Any) -> None:
+    report = conformance.run_suite(inprocess, profile="reject", store_name="dynamodb-inprocess")
+    assert _required_failures(report) == []
+    assert all(report.capabilities.values()), report.capabilities
+
+
+def test_dynamodb_async_face_passes_every_required_case_under_walk_back(inprocess: Any) -> None:
+    report = conformance.run_suite(lambda: inprocess().aio, profile="walk-back", store_name="dynamodb-inprocess-aio")
+    assert _required_failures(report) == []
+
+
+def test_dynamodb_over_a_moto_server_passes_every_required_case() -> None:
+    factory = store_factory(make_client(server_endpoint()))
+    report = conformance.run_suite(factory, profile="reject", store_name="dynamodb-server")
+    assert _required_failures(report) == []
