@@ -163,9 +163,10 @@ _MOTO_LOCK = threading.Lock()
 def make_client(endpoint_url: str | None = None) -> Any:
     """A guarded DynamoDB client (in-process moto when ``endpoint_url`` is None).
 
-    In-process moto is not thread-safe (a transaction deep-copies the table while
-    another thread writes to it), so in-process calls are serialized, as a
-    server would serialize them per item.
+    moto is not thread-safe, in-process or as a threaded server (a transaction
+    deep-copies the table while another request writes to it and fails with a
+    500), so one test process sends one request at a time. Racing writers still
+    interleave at every call boundary, which is where real DynamoDB arbitrates.
     """
     client = boto3.client(
         "dynamodb",
@@ -175,14 +176,13 @@ def make_client(endpoint_url: str | None = None) -> Any:
         **CREDENTIALS,
     )
     Guard().attach(client)
-    if endpoint_url is None:
-        make_call = client._make_api_call
+    make_call = client._make_api_call
 
-        def serialized(operation: str, params: dict[str, Any]) -> Any:
-            with _MOTO_LOCK:
-                return make_call(operation, params)
+    def serialized(operation: str, params: dict[str, Any]) -> Any:
+        with _MOTO_LOCK:
+            return make_call(operation, params)
 
-        client._make_api_call = serialized
+    client._make_api_call = serialized
     return client
 
 
