@@ -1,10 +1,23 @@
-"""Store factories for ``--store``: fresh, empty stores of this package, one per case."""
+"""Store factories for ``--store``: a fresh, empty store of this package per call.
+
+The DynamoDB factories need the ``moto`` extra (``moto[dynamodb,server]``); no AWS account is used.
+Each call makes a new table, so every case starts from an empty store.
+"""
 
 from __future__ import annotations
 
+import atexit
+import threading
+import uuid
+from typing import Any
+
 from genkit_sessions.stores.memory import AsyncInMemorySessionStore, InMemorySessionStore
 
-__all__ = ["memory", "memory_async"]
+__all__ = ["dynamodb_moto", "dynamodb_moto_async", "dynamodb_moto_server", "memory", "memory_async"]
+
+_FAKE_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing", "aws_session_token": "testing"}
+_clients: dict[str, Any] = {}
+_lock = threading.Lock()
 
 
 def memory() -> InMemorySessionStore:
@@ -15,3 +28,70 @@ def memory() -> InMemorySessionStore:
 def memory_async() -> AsyncInMemorySessionStore:
     """The async face of an in-memory store."""
     return InMemorySessionStore().aio
+
+
+def _inprocess_client() -> Any:
+    """A client of in-process moto, started on first use for the life of the process.
+
+    In-process moto is not thread-safe, so the client's calls are serialized (a server would
+    serialize them per item too).
+    """
+    import boto3  # type: ignore[import-untyped]
+    from moto import mock_aws
+
+    mock = mock_aws()
+    mock.start()
+    atexit.register(mock.stop)
+    client = boto3.client("dynamodb", region_name="us-east-1", **_FAKE_CREDENTIALS)
+    make_call = client._make_api_call
+    calls = threading.Lock()
+
+    def serialized(operation: str, params: dict[str, Any]) -> Any:
+        with calls:
+            return make_call(operation, params)
+
+    client._make_api_call = serialized
+    return client
+
+
+def _server_client() -> Any:
+    """A client of a moto server on a free 127.0.0.1 port, started on first use and stopped at exit."""
+    import logging
+
+    from moto.server import ThreadedMotoServer
+
+    from genkit_sessions.dynamodb.embedded import free_port, local_client
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    atexit.register(server.stop)
+    return local_client(f"http://127.0.0.1:{port}")
+
+
+def _dynamodb(kind: str) -> Any:
+    from genkit_sessions.dynamodb import DynamoDBSessionStore, create_table
+
+    with _lock:
+        if kind not in _clients:
+            _clients[kind] = _inprocess_client() if kind == "inprocess" else _server_client()
+        client = _clients[kind]
+    table = f"conformance-{uuid.uuid4().hex[:12]}"
+    create_table(client, table)
+    return DynamoDBSessionStore(table, client, watch_interval=0.01, watch_max_interval=0.05)
+
+
+def dynamodb_moto() -> Any:
+    """A DynamoDB store on a new table of in-process moto."""
+    return _dynamodb("inprocess")
+
+
+def dynamodb_moto_async() -> Any:
+    """The async face of :func:`dynamodb_moto`."""
+    return _dynamodb("inprocess").aio
+
+
+def dynamodb_moto_server() -> Any:
+    """A DynamoDB store on a new table of a moto server reached over HTTP."""
+    return _dynamodb("server")

@@ -103,26 +103,25 @@ def fault_error(fault: Mapping[str, Any]) -> BaseException:
 
 
 class _FaultySync:
-    """Wraps a blocking store; read number ``after_reads`` and later fail as the fault says."""
+    """Wraps a blocking store; every read after the first ``afterReads`` goes wrong as the fault says."""
 
     def __init__(self, inner: Any, fault: Mapping[str, Any]) -> None:
         self._inner = inner
         self._fault = fault
         self._reads = 0
 
-    def _read(self, **kwargs: Any) -> Any:
+    def _injected(self) -> tuple[bool, Any]:
+        """(True, what to return) when this read is faulty, (False, None) when it reaches the store."""
         self._reads += 1
-        if self._reads > int(self._fault.get("afterReads", 0)):
-            if self._fault.get("kind") == "returnSnapshot":
-                return from_wire(SessionSnapshot, self._fault["snapshot"])
-            raise fault_error(self._fault)
-        return None
+        if self._reads <= int(self._fault.get("afterReads", 0)):
+            return False, None
+        if self._fault.get("kind") == "returnSnapshot":
+            return True, from_wire(SessionSnapshot, self._fault["snapshot"])
+        raise fault_error(self._fault)
 
     def get_snapshot(self, **kwargs: Any) -> Any:
-        injected = self._read(**kwargs)
-        if injected is not None or self._reads > int(self._fault.get("afterReads", 0)):
-            return injected
-        return self._inner.get_snapshot(**kwargs)
+        faulty, answer = self._injected()
+        return answer if faulty else self._inner.get_snapshot(**kwargs)
 
     def save_snapshot(self, *args: Any, **kwargs: Any) -> Any:
         return self._inner.save_snapshot(*args, **kwargs)
@@ -132,10 +131,8 @@ class _FaultyAsync(_FaultySync):
     """The async twin of :class:`_FaultySync`."""
 
     async def get_snapshot(self, **kwargs: Any) -> Any:
-        injected = self._read(**kwargs)
-        if injected is not None or self._reads > int(self._fault.get("afterReads", 0)):
-            return injected
-        return await self._inner.get_snapshot(**kwargs)
+        faulty, answer = self._injected()
+        return answer if faulty else await self._inner.get_snapshot(**kwargs)
 
     async def save_snapshot(self, *args: Any, **kwargs: Any) -> Any:
         return await self._inner.save_snapshot(*args, **kwargs)

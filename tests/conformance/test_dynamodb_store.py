@@ -42,3 +42,18 @@ def test_dynamodb_over_a_moto_server_passes_every_required_case() -> None:
     factory = store_factory(make_client(server_endpoint()))
     report = conformance.run_suite(factory, profile="reject", store_name="dynamodb-server")
     assert _required_failures(report) == []
+
+
+def test_cli_factory_runs_the_store_area_on_inprocess_moto() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "conformance", "--store", "conformance.factories:dynamodb_moto", "--area", "store"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "| store " in done.stdout
