@@ -553,16 +553,19 @@ async def run_cases(
     profile: str = "reject",
     store_name: str = "store",
     claims: Iterable[str] = (),
+    detected: Mapping[str, bool] | None = None,
     on_result: Callable[[int, int, CaseResult], None] | None = None,
 ) -> SuiteReport:
     """Run ``cases`` against fresh stores from ``factory``; ``on_result`` sees each result as it comes.
 
     ``claims`` names capabilities the store is meant to have: their cases run even when detection
     does not find them (a store that ignores tenants then fails the tenancy cases instead of skipping them).
+    ``detected`` passes capabilities found earlier, to skip detecting them again.
     """
     claims = frozenset(claims)
     started = time.perf_counter()
-    detected = await detect_capabilities(factory)
+    if detected is None:
+        detected = await detect_capabilities(factory)
     capabilities = {name: found or name in claims for name, found in detected.items()}
     results: list[CaseResult] = []
     for index, case in enumerate(cases, 1):

@@ -1,0 +1,56 @@
+"""One pytest test per case, for a store author's own CI.
+
+In a test module::
+
+    from conformance.pytest_plugin import conformance_tests
+
+    test_my_store = conformance_tests(MyStore, profile="walk-back", claims=["tenancy"])
+
+pytest then reports every case by its id: a failed required case fails, a failed ``should`` case
+is an expected failure (xfail), and a case the store lacks the capability for is skipped. For a
+single test instead, call ``conformance.run_suite(MyStore).assert_passed()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from conformance.cases import Case, load_cases
+from conformance.runner import StoreFactory, run_cases
+from conformance.store_handle import detect_capabilities
+
+__all__ = ["conformance_tests"]
+
+
+def conformance_tests(
+    factory: StoreFactory,
+    *,
+    profile: str = "reject",
+    claims: Iterable[str] = (),
+    areas: Iterable[str] | None = None,
+) -> Callable[[Case], None]:
+    """A pytest test function parametrized over the shipped cases, run against ``factory``'s stores."""
+    import pytest
+
+    cases = load_cases(areas=areas)
+    claimed = tuple(claims)
+    detected: dict[str, bool] = {}
+
+    @pytest.mark.parametrize("case", cases, ids=[case.id for case in cases])
+    def test_case(case: Case) -> None:
+        if not detected:
+            detected.update(asyncio.run(detect_capabilities(factory)))
+        report = asyncio.run(run_cases(factory, [case], profile=profile, claims=claimed, detected=detected))
+        result = report.results[0]
+        if result.outcome == "skipped":
+            pytest.skip(result.message)
+        if result.outcome == "failed":
+            if case.level == "should":
+                pytest.xfail(result.message)
+            pytest.fail(result.message, pytrace=False)
+
+    test_case.__doc__ = f"Each conformance case against {getattr(factory, '__qualname__', factory)!s}."
+    marked: Any = test_case
+    return marked  # type: ignore[no-any-return]
