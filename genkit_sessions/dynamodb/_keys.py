@@ -5,14 +5,13 @@ DynamoDB only inside these attribute values, never inside an expression. The
 separator is U+001F, a control character that no valid id or tenant can hold
 (SPEC section 4), so no two (tenant, id) pairs ever make the same key.
 
-=================================  ===========================  =====================================
-item                               pk                           sk
-=================================  ===========================  =====================================
-snapshot (fetch by id)             ``<tenant>␟n␟<snapshotId>``  ``s``
-session head (leaf pointer)        ``<tenant>␟s␟<sessionId>``   ``h``
-membership row (listing)           ``<tenant>␟s␟<sessionId>``   ``m␟<snapshotId>``
-state blob part                    ``<tenant>␟s␟<sessionId>``   ``b␟<snapshotId>␟<kind+nonce>␟<part>``
-=================================  ===========================  =====================================
+- snapshot item (fetch by id): pk ``<tenant>␟n␟<snapshotId>``, sk ``s``
+- session head (leaf pointer): pk ``<tenant>␟s␟<sessionId>``, sk ``h``
+- membership row (listing; a small blob inline as attribute ``x<tag>``):
+  pk ``<tenant>␟s␟<sessionId>``, sk ``m␟<snapshotId>``
+- blob part: pk ``<tenant>␟s␟<sessionId>``, sk ``b␟<snapshotId>␟<tag>␟<part>``
+
+(``␟`` is U+001F; ``<tag>`` is ``c`` for a page or ``d`` for a delta, plus a random nonce.)
 """
 
 from __future__ import annotations
@@ -50,6 +49,16 @@ def member_key(tenant: str, session_id: str, snapshot_id: str) -> dict[str, Any]
 def blob_name(snapshot_id: str, tag: str) -> str:
     """A blob's name: the snapshot that wrote it and a unique tag (``c`` or ``d`` plus a nonce)."""
     return f"{snapshot_id}{SEP}{tag}"
+
+
+def blob_owner(name: str) -> str:
+    """The snapshot id a blob name belongs to."""
+    return name.rpartition(SEP)[0]
+
+
+def inline_attribute(name: str) -> str:
+    """The membership-row attribute holding a small blob inline (its recipe ref has 0 parts)."""
+    return "x" + name.rpartition(SEP)[2]
 
 
 def blob_part_key(tenant: str, session_id: str, name: str, part: int) -> dict[str, Any]:

@@ -73,7 +73,8 @@ MAX_TRANSACTION_BYTES = 4 * 1024 * 1024
 MAX_BATCH_WRITE = 25
 MAX_BATCH_GET = 100
 _TRANSACTION_MARGIN = 256 * 1024
-_RECORD_LIMIT = 300 * 1024
+_RECORD_LIMIT = 150 * 1024
+_INLINE_LIMIT = 160 * 1024
 
 
 @attrs.frozen
@@ -319,9 +320,14 @@ class DynamoDBSessionStore:
         return loaded
 
     def _part_keys(self, tenant: str, session_id: str, recipe: Recipe) -> list[dict[str, Any]]:
-        return [
-            keys.blob_part_key(tenant, session_id, name, part) for name, count in recipe.refs for part in range(count)
-        ]
+        """The items a recipe reads: part items, and the membership rows that hold inline blobs."""
+        wanted: list[dict[str, Any]] = []
+        for name, count in recipe.refs:
+            if count == 0:
+                wanted.append(keys.member_key(tenant, session_id, keys.blob_owner(name)))
+            else:
+                wanted += [keys.blob_part_key(tenant, session_id, name, part) for part in range(count)]
+        return wanted
 
     def _rebuild(
         self,
@@ -341,6 +347,13 @@ class DynamoDBSessionStore:
         staged: list[dict[str, Any]] = []
         for name, count in recipe.refs:
             chunks: list[bytes] = []
+            if count == 0:
+                key = keys.member_key(tenant, session_id, keys.blob_owner(name))
+                row = found.get((key["pk"]["S"], key["sk"]["S"]))
+                attribute = keys.inline_attribute(name)
+                if row is None or attribute not in row:
+                    raise self._data_loss(snapshot_id, f"inline blob {name!r} is missing")
+                chunks.append(bytes(row[attribute]["B"]))
             for part in range(count):
                 key = keys.blob_part_key(tenant, session_id, name, part)
                 part_item = found.get((key["pk"]["S"], key["sk"]["S"]))
@@ -521,9 +534,13 @@ class DynamoDBSessionStore:
             expires = self._now_epoch() + int(self._ttl.total_seconds())
         plan = plan_state(parent_state, parent_recipe, snapshot.state, self._checkpoint_every)
         name, parts = self._blob(snapshot_id, plan)
-        recipe = plan.recipe(name, len(parts))
+        inline = len(parts) == 1 and len(parts[0]) <= _INLINE_LIMIT
+        recipe = plan.recipe(name, 0 if inline else len(parts))
         record = self._record(snapshot, recipe)
         attributes = self._snapshot_attributes(snapshot, record, expires)
+        member = {**keys.member_key(tenant, session_id, snapshot_id), **attributes}
+        if inline:
+            member[keys.inline_attribute(name)] = {"B": parts[0]}
         head_update = "SET leaf = :leaf, lc = :lc, rc = :rc, hv = if_not_exists(hv, :zero) + :one"
         head_values: dict[str, Any] = {
             ":leaf": {"S": snapshot_id},
@@ -536,6 +553,8 @@ class DynamoDBSessionStore:
             head_update += ", exp = :exp"
             head_values[":exp"] = {"N": str(expires)}
         head_update += " REMOVE cyc"
+        # The head is the commit's arbiter: it never moves back in time, it moves only from the version
+        # last seen after a lost race, and a child needs it to exist (delete_session removes it first).
         if session_id in head_versions:
             seen = head_versions[session_id]
             if seen is None:
@@ -543,6 +562,8 @@ class DynamoDBSessionStore:
             else:
                 head_condition = "hv = :hv"
                 head_values[":hv"] = {"N": str(seen)}
+        elif snapshot.parent_id is not None:
+            head_condition = "attribute_exists(pk) AND lc < :lc"
         else:
             head_condition = "attribute_not_exists(pk) OR lc < :lc"
         actions: list[dict[str, Any]] = [
@@ -562,34 +583,19 @@ class DynamoDBSessionStore:
                     "ExpressionAttributeValues": head_values,
                 }
             },
-            {
-                "Put": {
-                    "TableName": self.table_name,
-                    "Item": {**keys.member_key(tenant, session_id, snapshot_id), **attributes},
-                }
-            },
+            {"Put": {"TableName": self.table_name, "Item": member}},
         ]
-        if snapshot.parent_id is not None:
-            actions.append(
-                {
-                    "ConditionCheck": {
-                        "TableName": self.table_name,
-                        "Key": keys.snapshot_key(tenant, snapshot.parent_id),
-                        "ConditionExpression": "attribute_exists(pk) AND sess = :sess",
-                        "ExpressionAttributeValues": {":sess": {"S": session_id}},
-                    }
-                }
-            )
+        part_items = [] if inline else self._part_items(tenant, session_id, name, parts, expires)
         try:
-            self._commit(actions, self._part_items(tenant, session_id, name, parts, expires), expires)
+            self._commit(actions, part_items, expires)
         except _Cancelled as cancelled:
-            if cancelled.failed(3):  # the parent vanished or moved: judge S7 on a fresh read
-                self._forget(tenant, [snapshot.parent_id or ""])
-                fresh = self._parent(tenant, snapshot, fresh=True)
-                check_parent(snapshot, fresh.snapshot if fresh is not None else None)
-            if cancelled.failed(1):  # a newer leaf landed first: retry against the head's version
+            if cancelled.failed(1) or not cancelled.codes:  # a newer leaf landed first, or the session is gone
                 head = self._get_item(keys.head_key(tenant, session_id), "hv")
                 head_versions[session_id] = int(head["hv"]["N"]) if head and "hv" in head else None
+                if head is None and snapshot.parent_id is not None:  # judge S7 on a fresh read of the parent
+                    self._forget(tenant, [snapshot.parent_id])
+                    fresh = self._parent(tenant, snapshot, fresh=True)
+                    check_parent(snapshot, fresh.snapshot if fresh is not None else None)
             raise _Contention() from None
         self._remember(tenant, _Loaded(snapshot, recipe, expires, 1))
 
@@ -628,12 +634,7 @@ class DynamoDBSessionStore:
                     "ExpressionAttributeValues": {":v": {"N": str(existing.version)}},
                 }
             },
-            {
-                "Put": {
-                    "TableName": self.table_name,
-                    "Item": {**keys.member_key(tenant, session_id, snapshot_id), **attributes},
-                }
-            },
+            _member_update(self.table_name, keys.member_key(tenant, session_id, snapshot_id), attributes),
         ]
         try:
             self._commit(actions, parts, existing.expires)
@@ -968,6 +969,22 @@ class DynamoDBSessionStore:
             UpdateExpression=update + " REMOVE cyc",
             ExpressionAttributeValues=values,
         )
+
+
+def _member_update(table: str, key: dict[str, Any], attributes: dict[str, Any]) -> dict[str, Any]:
+    """A transaction action rewriting a membership row's record while keeping its inline blobs."""
+    names = {f"#a{i}": name for i, name in enumerate(attributes)}
+    values = {f":a{i}": value for i, value in enumerate(attributes.values())}
+    update = "SET " + ", ".join(f"#a{i} = :a{i}" for i in range(len(attributes)))
+    return {
+        "Update": {
+            "TableName": table,
+            "Key": key,
+            "UpdateExpression": update,
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+        }
+    }
 
 
 class _Cancelled(Exception):

@@ -290,9 +290,12 @@ def test_racing_writers_from_threads_lose_nothing_and_leave_no_orphan_without_ex
 def test_corrupt_stored_data_is_data_loss_for_the_resolver(make_dynamo: StoreFactory) -> None:
     store = make_dynamo()
     save_new(store, "a", state_of("s", ["hello"]))
-    for item in scan(store):
+    for item in scan(store):  # every blob, whether a part item or inline in a membership row
         if item["sk"]["S"].startswith(BLOB_PREFIX):
             store.client.put_item(TableName=store.table_name, Item={**item, "d": {"B": b"\x01garbage"}})
+        if item["sk"]["S"].startswith(MEMBER_PREFIX):
+            inline = {k: {"B": b"\x01garbage"} for k in item if k.startswith("x")}
+            store.client.put_item(TableName=store.table_name, Item={**item, **inline})
     reader = cold(store)
     with pytest.raises(GenkitError) as caught:
         reader.get_snapshot(snapshot_id="a")
