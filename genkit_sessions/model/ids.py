@@ -16,6 +16,7 @@ __all__ = ["MAX_ID_BYTES", "id_problem", "mint_id", "validate_id"]
 
 MAX_ID_BYTES = 512
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def mint_id() -> str:
@@ -29,6 +30,9 @@ def id_problem(value: object) -> str | None:
         return f"must be a string, got {type(value).__name__}"
     if not value.strip():
         return "must not be empty or whitespace-only"
+    surrogate = _SURROGATE.search(value)
+    if surrogate:
+        return f"is not valid Unicode text (lone surrogate U+{ord(surrogate.group()):04X} at index {surrogate.start()})"
     if len(value) > MAX_ID_BYTES // 4 and len(value.encode("utf-8")) > MAX_ID_BYTES:
         return f"is {len(value.encode('utf-8'))} UTF-8 bytes long; the limit is {MAX_ID_BYTES}"
     match = _CONTROL.search(value)

@@ -31,7 +31,7 @@ def test_minted_ids_are_uuid4_strings_and_valid() -> None:
     assert all(id_problem(i) is None for i in ids)
 
 
-@given(st.text(alphabet=st.characters(blacklist_categories=("Cc",)), min_size=1))
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs")), min_size=1))
 def test_ids_without_control_characters_are_valid_exactly_when_short_and_not_blank(value: str) -> None:
     ok = value.strip() != "" and len(value.encode("utf-8")) <= MAX_ID_BYTES
     assert (id_problem(value) is None) == ok
@@ -91,3 +91,8 @@ def test_freeze_copies_so_the_original_can_change_without_effect() -> None:
     frozen = freeze(original)
     original["a"][1]["b"] = 3  # type: ignore[index]
     assert frozen == {"a": (1, {"b": 2})}
+
+
+@pytest.mark.parametrize("value", ["\ud800", "a\udfffb", "\ud800" * 300])
+def test_a_lone_surrogate_makes_an_id_invalid(value: str) -> None:
+    assert "lone surrogate" in (id_problem(value) or "")
