@@ -5,8 +5,8 @@ JSON, Genkit's errors become ours with the same status and message, and
 ``restore_snapshots`` plants snapshots straight into the store's dictionary
 (Genkit has no import call) so the suite can seed what "the store holds".
 Everything else (stamping, leaf choice, terminal statuses, tenancy) is
-Genkit's own behaviour. ``genkit`` is an optional dependency (the ``test`` and
-``bench`` extras), imported only when a store is made::
+Genkit's own behaviour. ``genkit`` is an optional dependency (the ``genkit-peer``,
+``test`` and ``bench`` extras), imported only when a store is made::
 
     python -m conformance --store conformance.adapters.genkit_peer:GenkitPeerStore --profile walk-back
 """
