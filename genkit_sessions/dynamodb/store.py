@@ -452,18 +452,18 @@ class DynamoDBSessionStore:
             )
         return record
 
-    def _snapshot_attributes(self, snapshot: SessionSnapshot, record: bytes, expires: int | None) -> dict[str, Any]:
-        item: dict[str, Any] = {
-            "sess": {"S": snapshot.session_id},
-            "st": {"S": snapshot.effective_status.value},
-            "ca": {"S": snapshot.created_at},
-            "rec": {"B": record},
-        }
-        if snapshot.parent_id is not None:
-            item["par"] = {"S": snapshot.parent_id}
+    @staticmethod
+    def _record_attributes(record: bytes, expires: int | None) -> dict[str, Any]:
+        """What a snapshot item and a membership row both carry (few attributes: items stay small)."""
+        item: dict[str, Any] = {"rec": {"B": record}}
         if expires is not None:
             item["exp"] = {"N": str(expires)}
         return item
+
+    @staticmethod
+    def _status_attribute(snapshot: SessionSnapshot) -> dict[str, Any]:
+        """The status a snapshot item carries in the clear, for the projection watch_status polls."""
+        return {"st": {"S": snapshot.effective_status.value}}
 
     def _part_items(
         self, tenant: str, session_id: str, name: str, parts: list[bytes], expires: int | None
@@ -537,7 +537,7 @@ class DynamoDBSessionStore:
         inline = len(parts) == 1 and len(parts[0]) <= _INLINE_LIMIT
         recipe = plan.recipe(name, 0 if inline else len(parts))
         record = self._record(snapshot, recipe)
-        attributes = self._snapshot_attributes(snapshot, record, expires)
+        attributes = self._record_attributes(record, expires)
         member = {**keys.member_key(tenant, session_id, snapshot_id), **attributes}
         if inline:
             member[keys.inline_attribute(name)] = {"B": parts[0]}
@@ -570,7 +570,12 @@ class DynamoDBSessionStore:
             {
                 "Put": {
                     "TableName": self.table_name,
-                    "Item": {**keys.snapshot_key(tenant, snapshot_id), **attributes, "v": {"N": "1"}},
+                    "Item": {
+                        **keys.snapshot_key(tenant, snapshot_id),
+                        **attributes,
+                        **self._status_attribute(snapshot),
+                        "v": {"N": "1"},
+                    },
                     "ConditionExpression": "attribute_not_exists(pk)",
                 }
             },
@@ -620,7 +625,7 @@ class DynamoDBSessionStore:
             recipe = plan.recipe(name, len(chunks))
             parts = self._part_items(tenant, session_id, name, chunks, existing.expires)
         record = self._record(snapshot, recipe)
-        attributes = self._snapshot_attributes(snapshot, record, existing.expires)
+        attributes = self._record_attributes(record, existing.expires)
         actions: list[dict[str, Any]] = [
             {
                 "Put": {
@@ -628,6 +633,7 @@ class DynamoDBSessionStore:
                     "Item": {
                         **keys.snapshot_key(tenant, snapshot_id),
                         **attributes,
+                        **self._status_attribute(snapshot),
                         "v": {"N": str(existing.version + 1)},
                     },
                     "ConditionExpression": "v = :v",
@@ -904,20 +910,30 @@ class DynamoDBSessionStore:
                     reason=Reason.SESSION_ID_REQUIRED,
                 )
             snapshot = attrs.evolve(snapshot, session_id=session_id)
-            previous = self._get_item(keys.snapshot_key(tenant, snapshot.snapshot_id), "sess")
-            if previous is not None and previous["sess"]["S"] != session_id:
-                old_session = previous["sess"]["S"]
+            previous = self._get_item(keys.snapshot_key(tenant, snapshot.snapshot_id), "rec")
+            old_session = self._session_of_item(tenant, previous, snapshot.snapshot_id)
+            if old_session is not None and old_session != session_id:
                 requests.append({"DeleteRequest": {"Key": keys.member_key(tenant, old_session, snapshot.snapshot_id)}})
                 touched.add(old_session)
             plan = plan_state(None, None, snapshot.state, self._checkpoint_every)
             name, chunks = self._blob(snapshot.snapshot_id, plan)
             recipe = plan.recipe(name, len(chunks))
             record = self._record(snapshot, recipe)
-            attributes = self._snapshot_attributes(snapshot, record, expires)
+            attributes = self._record_attributes(record, expires)
             requests += [
                 {"PutRequest": {"Item": p}} for p in self._part_items(tenant, session_id, name, chunks, expires)
             ]
-            requests.append({"PutRequest": {"Item": {**keys.snapshot_key(tenant, snapshot.snapshot_id), **attributes}}})
+            requests.append(
+                {
+                    "PutRequest": {
+                        "Item": {
+                            **keys.snapshot_key(tenant, snapshot.snapshot_id),
+                            **attributes,
+                            **self._status_attribute(snapshot),
+                        }
+                    }
+                }
+            )
             requests.append(
                 {"PutRequest": {"Item": {**keys.member_key(tenant, session_id, snapshot.snapshot_id), **attributes}}}
             )
@@ -933,10 +949,21 @@ class DynamoDBSessionStore:
             self._recompute_leaf(tenant, session_id)
         return count
 
+    def _session_of_item(self, tenant: str, item: dict[str, Any] | None, snapshot_id: str) -> str | None:
+        if item is None:
+            return None
+        try:
+            return self._decode_item(tenant, item, snapshot_id)[0].session_id
+        except GenkitError:  # restoring over corrupt data replaces it
+            return None
+
     def _recompute_leaf(self, tenant: str, session_id: str) -> None:
         rows = self._query_session(tenant, session_id)
         members = [r for r in rows if r["sk"]["S"].startswith(keys.MEMBER_PREFIX)]
-        parents = {r["par"]["S"] for r in members if "par" in r}
+        envelopes = {
+            r["sk"]["S"]: self._decode_item(tenant, r, r["sk"]["S"][len(keys.MEMBER_PREFIX) :])[0] for r in members
+        }
+        parents = {e.parent_id for e in envelopes.values() if e.parent_id is not None}
         leaves = [r for r in members if r["sk"]["S"][len(keys.MEMBER_PREFIX) :] not in parents]
         if not members:
             self._call("DeleteItem", Key=keys.head_key(tenant, session_id))
@@ -949,12 +976,12 @@ class DynamoDBSessionStore:
                 ExpressionAttributeValues={":n": {"N": str(len(members))}, ":zero": {"N": "0"}, ":one": {"N": "1"}},
             )
             return
-        leaf = max(leaves, key=lambda r: (r["ca"]["S"], r["sk"]["S"]))
+        leaf = max(leaves, key=lambda r: (envelopes[r["sk"]["S"]].created_at, r["sk"]["S"]))
         leaf_id = leaf["sk"]["S"][len(keys.MEMBER_PREFIX) :]
         _, recipe = self._decode_item(tenant, leaf, leaf_id)
         values: dict[str, Any] = {
             ":leaf": {"S": leaf_id},
-            ":lc": leaf["ca"],
+            ":lc": {"S": envelopes[leaf["sk"]["S"]].created_at},
             ":rc": {"B": compress(recipe.to_json())},
             ":zero": {"N": "0"},
             ":one": {"N": "1"},
