@@ -41,14 +41,35 @@ from genkit_sessions.dynamodb.store import item_size
 WRITE_OPERATIONS = ("PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems")
 
 
+# moto's TransactWriteItems deep-copies the whole table once per action before applying it (its
+# rollback snapshot), so a transaction's cost in moto grows with the table; DynamoDB's does not.
+# ``--moto-rollback shallow`` makes that snapshot a shallow copy, to show what the emulator adds.
+_SHALLOW_ROLLBACK = """
+import copy as _copy, sys
+import moto.dynamodb.models as _models
+from moto.dynamodb.models.table import Table as _Table
+class _Copy:
+    def __getattr__(self, name): return getattr(_copy, name)
+    @staticmethod
+    def deepcopy(value, memo=None):
+        return _copy.copy(value) if isinstance(value, _Table) else _copy.deepcopy(value, memo)
+_models.copy = _Copy()
+from moto.server import main
+main(sys.argv[1:])
+"""
+
+
 @contextmanager
-def moto_server_process() -> Iterator[str]:
+def moto_server_process(rollback: str = "stock") -> Iterator[str]:
     """A moto server in its own process on a free 127.0.0.1 port (so it does not share this process's GIL)."""
     import subprocess
     import urllib.request
 
     port = free_port()
-    command = [str(Path(sys.executable).with_name("moto_server")), "-H", "127.0.0.1", "-p", str(port)]
+    if rollback == "shallow":
+        command = [sys.executable, "-c", _SHALLOW_ROLLBACK, "-H", "127.0.0.1", "-p", str(port)]
+    else:
+        command = [str(Path(sys.executable).with_name("moto_server")), "-H", "127.0.0.1", "-p", str(port)]
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     endpoint = f"http://127.0.0.1:{port}"
     try:
@@ -427,14 +448,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--message-bytes", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument(
+        "--moto-rollback",
+        choices=("stock", "shallow"),
+        default="stock",
+        help="stock moto, or moto whose transactions do not deep-copy the whole table per action",
+    )
     args = parser.parse_args(argv)
     logging.disable(logging.CRITICAL)  # the peer logs every offload and every refused item
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
         os.environ.setdefault(name, "testing")  # moto accepts any credentials; the peer insists on some
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
     sizes = [100_000, 250_000, 500_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000]
-    with moto_server_process() as endpoint:
-        print(f"moto server at {endpoint}; {args.turns} turns of two ~{args.message_bytes} B messages each\n")
+    with moto_server_process(args.moto_rollback) as endpoint:
+        print(
+            f"moto server ({args.moto_rollback} transaction rollback) at {endpoint}; "
+            f"{args.turns} turns of two ~{args.message_bytes} B messages each\n"
+        )
         runs = [
             run_ours(endpoint, args.turns, args.message_bytes, args.seed),
             run_peer(endpoint, args.turns, args.message_bytes, args.seed, compress=False),
