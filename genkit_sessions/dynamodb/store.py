@@ -915,6 +915,10 @@ class DynamoDBSessionStore:
             if old_session is not None and old_session != session_id:
                 requests.append({"DeleteRequest": {"Key": keys.member_key(tenant, old_session, snapshot.snapshot_id)}})
                 touched.add(old_session)
+            kept: dict[str, Any] = {}  # inline blobs of the snapshot being replaced: its children may read them
+            if old_session == session_id:
+                row = self._get_item(keys.member_key(tenant, session_id, snapshot.snapshot_id))
+                kept = {k: v for k, v in (row or {}).items() if k.startswith("x")}
             plan = plan_state(None, None, snapshot.state, self._checkpoint_every)
             name, chunks = self._blob(snapshot.snapshot_id, plan)
             recipe = plan.recipe(name, len(chunks))
@@ -935,7 +939,11 @@ class DynamoDBSessionStore:
                 }
             )
             requests.append(
-                {"PutRequest": {"Item": {**keys.member_key(tenant, session_id, snapshot.snapshot_id), **attributes}}}
+                {
+                    "PutRequest": {
+                        "Item": {**keys.member_key(tenant, session_id, snapshot.snapshot_id), **kept, **attributes}
+                    }
+                }
             )
             touched.add(session_id)
             written.add(snapshot.snapshot_id)

@@ -242,3 +242,17 @@ def test_the_async_face_runs_boto3_on_the_stores_own_bounded_pool(make_dynamo: S
     executor = store.executor()
     assert executor._max_workers == 2
     store.close()
+
+
+def test_restoring_over_a_snapshot_keeps_its_children_readable(make_dynamo: StoreFactory) -> None:
+    store = make_dynamo()
+    ids = _chat(store, "s", 3)
+    middle = store.get_snapshot(snapshot_id=ids[1])
+    assert middle is not None
+    store.restore_snapshots([attrs.evolve(middle, finish_reason="stop")])
+    reader = cold(store)
+    restored = reader.get_snapshot(snapshot_id=ids[1])
+    assert restored is not None and restored.finish_reason is not None and restored.state == middle.state
+    child = reader.get_snapshot(snapshot_id=ids[2])
+    assert child is not None and child.state is not None and len(child.state.message_list) == 6
+    assert reader.get_snapshot(session_id="s") == child
