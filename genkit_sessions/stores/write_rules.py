@@ -20,8 +20,10 @@ from genkit_sessions.model.types import SessionSnapshot, SnapshotStatus
 from genkit_sessions.stores.protocol import Context, Mutator
 
 __all__ = [
+    "abort_through",
     "check_parent",
     "default_tenant",
+    "heartbeat_through",
     "next_snapshot",
     "require_one_selector",
     "tenant_key",
@@ -182,3 +184,53 @@ def check_parent(snapshot: SessionSnapshot, parent: SessionSnapshot | None) -> N
             f"{snapshot.parent_id!r} of session {parent.session_id!r}; a parent must be in the same session",
             reason=Reason.INVALID_SESSION_ID,
         )
+
+
+Save = Callable[[str, Mutator], "SessionSnapshot | None"]
+"""A store's ``save_snapshot`` bound to one request context."""
+
+
+def abort_through(save: Save, snapshot_id: str) -> SnapshotStatus | None:
+    """S11 abort, as one atomic save: pending or aborting becomes aborted.
+
+    Returns the status seen before the write (a terminal one is left as it is),
+    or None when there is no such snapshot. Every store implements abort with it.
+    """
+    seen: list[SnapshotStatus] = []
+
+    def abort(current: SessionSnapshot | None) -> SessionSnapshot | None:
+        if current is None:
+            return None
+        seen.append(current.effective_status)
+        if current.effective_status.is_terminal:
+            return None
+        return attrs.evolve(current, status=SnapshotStatus.ABORTED)
+
+    save(snapshot_id, abort)
+    return seen[-1] if seen else None
+
+
+def heartbeat_through(save: Save, snapshot_id: str, now: str) -> SessionSnapshot:
+    """S11 heartbeat, as one atomic save: stamp ``heartbeatAt`` on a running snapshot.
+
+    NOT_FOUND when the snapshot does not exist, FAILED_PRECONDITION when it is terminal.
+    """
+
+    def beat(current: SessionSnapshot | None) -> SessionSnapshot | None:
+        if current is None:
+            raise GenkitError(
+                Status.NOT_FOUND,
+                f"snapshot {snapshot_id!r} does not exist; heartbeat the snapshot id the turn was saved under",
+                reason=Reason.SNAPSHOT_NOT_FOUND,
+            )
+        if current.effective_status.is_terminal:
+            raise GenkitError(
+                Status.FAILED_PRECONDITION,
+                f"snapshot {snapshot_id!r} is {current.effective_status.value}; only a running turn "
+                "(pending or aborting) takes heartbeats",
+            )
+        return attrs.evolve(current, heartbeat_at=now)
+
+    saved = save(snapshot_id, beat)
+    assert saved is not None
+    return saved
