@@ -256,3 +256,19 @@ def test_restoring_over_a_snapshot_keeps_its_children_readable(make_dynamo: Stor
     child = reader.get_snapshot(snapshot_id=ids[2])
     assert child is not None and child.state is not None and len(child.state.message_list) == 6
     assert reader.get_snapshot(session_id="s") == child
+
+
+def test_listing_a_session_larger_than_a_query_page_follows_the_pages(make_dynamo: StoreFactory) -> None:
+    store = make_dynamo(checkpoint_every=2)
+    rng = random.Random(9)
+    parent = None
+    for turn in range(4):  # four turns of ~400 KB that barely compress: the partition holds over 1 MB
+        base = parent.state if parent is not None and parent.state is not None else state_of("s", [])
+        state = attrs.evolve(base, messages=(*base.message_list, Message.of_text("user", noise(rng, 400_000))))
+        parent = save_new(store, f"t{turn}", state, parent.snapshot_id if parent else None)
+    guard = guard_of(store)
+    guard.reset()
+    listed = cold(store).list_snapshots("s")
+    assert guard.calls["Query"] >= 2
+    assert [s.snapshot_id for s in listed] == ["t0", "t1", "t2", "t3"]
+    assert listed[-1] == parent
