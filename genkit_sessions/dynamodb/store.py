@@ -486,7 +486,7 @@ class DynamoDBSessionStore:
         """
         validate_id(snapshot_id, "snapshot_id", Reason.INVALID_SNAPSHOT_ID)
         tenant = tenant_key(self._tenant_of, context)
-        head_versions: dict[str, int | None] = {}
+        head_versions: dict[str, str | None] = {}
         for attempt in range(self._max_attempts):
             if attempt:
                 time.sleep(random.uniform(0, min(0.5, 0.01 * 2**attempt)))
@@ -517,7 +517,22 @@ class DynamoDBSessionStore:
         cached = None if fresh else self._cached(tenant, snapshot.parent_id)
         return cached if cached is not None else self._read_by_id(tenant, snapshot.parent_id)
 
-    def _create(self, tenant: str, snapshot: SessionSnapshot, head_versions: dict[str, int | None]) -> None:
+    def _head_item(
+        self, tenant: str, session_id: str, leaf_id: str, created_at: str, recipe: Recipe, expires: int | None
+    ) -> dict[str, Any]:
+        """A session head naming its leaf; ``hv`` is a fresh version token for compare-and-swap."""
+        head: dict[str, Any] = {
+            **keys.head_key(tenant, session_id),
+            "leaf": {"S": leaf_id},
+            "lc": {"S": created_at},
+            "rc": {"B": compress(recipe.to_json())},
+            "hv": {"S": os.urandom(8).hex()},
+        }
+        if expires is not None:
+            head["exp"] = {"N": str(expires)}
+        return head
+
+    def _create(self, tenant: str, snapshot: SessionSnapshot, head_versions: dict[str, str | None]) -> None:
         session_id = snapshot.session_id
         assert session_id is not None
         snapshot_id = snapshot.snapshot_id
@@ -541,18 +556,8 @@ class DynamoDBSessionStore:
         member = {**keys.member_key(tenant, session_id, snapshot_id), **attributes}
         if inline:
             member[keys.inline_attribute(name)] = {"B": parts[0]}
-        head_update = "SET leaf = :leaf, lc = :lc, rc = :rc, hv = if_not_exists(hv, :zero) + :one"
-        head_values: dict[str, Any] = {
-            ":leaf": {"S": snapshot_id},
-            ":lc": {"S": snapshot.created_at},
-            ":rc": {"B": compress(recipe.to_json())},
-            ":zero": {"N": "0"},
-            ":one": {"N": "1"},
-        }
-        if expires is not None:
-            head_update += ", exp = :exp"
-            head_values[":exp"] = {"N": str(expires)}
-        head_update += " REMOVE cyc"
+        head = self._head_item(tenant, session_id, snapshot_id, snapshot.created_at, recipe, expires)
+        head_values: dict[str, Any] = {":lc": {"S": snapshot.created_at}}
         # The head is the commit's arbiter: it never moves back in time, it moves only from the version
         # last seen after a lost race, and a child needs it to exist (delete_session removes it first).
         if session_id in head_versions:
@@ -561,11 +566,13 @@ class DynamoDBSessionStore:
                 head_condition = "attribute_not_exists(pk)"
             else:
                 head_condition = "hv = :hv"
-                head_values[":hv"] = {"N": str(seen)}
+                head_values = {":hv": {"S": seen}}
         elif snapshot.parent_id is not None:
             head_condition = "attribute_exists(pk) AND lc < :lc"
         else:
             head_condition = "attribute_not_exists(pk) OR lc < :lc"
+        if head_condition == "attribute_not_exists(pk)":
+            head_values = {}
         actions: list[dict[str, Any]] = [
             {
                 "Put": {
@@ -580,12 +587,11 @@ class DynamoDBSessionStore:
                 }
             },
             {
-                "Update": {
+                "Put": {
                     "TableName": self.table_name,
-                    "Key": keys.head_key(tenant, session_id),
-                    "UpdateExpression": head_update,
+                    "Item": head,
                     "ConditionExpression": head_condition,
-                    "ExpressionAttributeValues": head_values,
+                    **({"ExpressionAttributeValues": head_values} if head_values else {}),
                 }
             },
             {"Put": {"TableName": self.table_name, "Item": member}},
@@ -595,9 +601,9 @@ class DynamoDBSessionStore:
             self._commit(actions, part_items, expires)
         except _Cancelled as cancelled:
             if cancelled.failed(1) or not cancelled.codes:  # a newer leaf landed first, or the session is gone
-                head = self._get_item(keys.head_key(tenant, session_id), "hv")
-                head_versions[session_id] = int(head["hv"]["N"]) if head and "hv" in head else None
-                if head is None and snapshot.parent_id is not None:  # judge S7 on a fresh read of the parent
+                current = self._get_item(keys.head_key(tenant, session_id), "hv")
+                head_versions[session_id] = current["hv"]["S"] if current and "hv" in current else None
+                if current is None and snapshot.parent_id is not None:  # judge S7 on a fresh read of the parent
                     self._forget(tenant, [snapshot.parent_id])
                     fresh = self._parent(tenant, snapshot, fresh=True)
                     check_parent(snapshot, fresh.snapshot if fresh is not None else None)
@@ -977,33 +983,19 @@ class DynamoDBSessionStore:
             self._call("DeleteItem", Key=keys.head_key(tenant, session_id))
             return
         if not leaves:  # every snapshot has a child: the parent chain is cyclic
-            self._call(
-                "UpdateItem",
-                Key=keys.head_key(tenant, session_id),
-                UpdateExpression="SET cyc = :n, hv = if_not_exists(hv, :zero) + :one REMOVE leaf, rc",
-                ExpressionAttributeValues={":n": {"N": str(len(members))}, ":zero": {"N": "0"}, ":one": {"N": "1"}},
-            )
+            cyclic = {
+                **keys.head_key(tenant, session_id),
+                "cyc": {"N": str(len(members))},
+                "hv": {"S": os.urandom(8).hex()},
+            }
+            self._call("PutItem", Item=cyclic)
             return
         leaf = max(leaves, key=lambda r: (envelopes[r["sk"]["S"]].created_at, r["sk"]["S"]))
         leaf_id = leaf["sk"]["S"][len(keys.MEMBER_PREFIX) :]
         _, recipe = self._decode_item(tenant, leaf, leaf_id)
-        values: dict[str, Any] = {
-            ":leaf": {"S": leaf_id},
-            ":lc": {"S": envelopes[leaf["sk"]["S"]].created_at},
-            ":rc": {"B": compress(recipe.to_json())},
-            ":zero": {"N": "0"},
-            ":one": {"N": "1"},
-        }
-        update = "SET leaf = :leaf, lc = :lc, rc = :rc, hv = if_not_exists(hv, :zero) + :one"
-        if "exp" in leaf:
-            update += ", exp = :exp"
-            values[":exp"] = leaf["exp"]
-        self._call(
-            "UpdateItem",
-            Key=keys.head_key(tenant, session_id),
-            UpdateExpression=update + " REMOVE cyc",
-            ExpressionAttributeValues=values,
-        )
+        expires = int(leaf["exp"]["N"]) if "exp" in leaf else None
+        created_at = envelopes[leaf["sk"]["S"]].created_at
+        self._call("PutItem", Item=self._head_item(tenant, session_id, leaf_id, created_at, recipe, expires))
 
 
 def _member_update(table: str, key: dict[str, Any], attributes: dict[str, Any]) -> dict[str, Any]:
