@@ -56,8 +56,10 @@ from genkit_sessions.model.types import Message, SessionSnapshot, SessionState, 
 from genkit_sessions.model.wire import from_wire, to_wire
 from genkit_sessions.stores.protocol import Context, Mutator, TenantFn
 from genkit_sessions.stores.write_rules import (
+    abort_through,
     check_parent,
     default_tenant,
+    heartbeat_through,
     next_snapshot,
     require_one_selector,
     tenant_key,
@@ -811,42 +813,12 @@ class DynamoDBSessionStore:
         return len(deleted)
 
     def abort_snapshot(self, snapshot_id: str, *, context: Context = None) -> SnapshotStatus | None:
-        """Flip pending or aborting to aborted; return the status seen before (None if absent)."""
-        seen: list[SnapshotStatus] = []
-
-        def abort(current: SessionSnapshot | None) -> SessionSnapshot | None:
-            if current is None:
-                return None
-            seen.append(current.effective_status)
-            if current.effective_status.is_terminal:
-                return None
-            return attrs.evolve(current, status=SnapshotStatus.ABORTED)
-
-        self.save_snapshot(snapshot_id, abort, context=context)
-        return seen[-1] if seen else None
+        """Flip pending or aborting to aborted in one conditional write; return the status seen before."""
+        return abort_through(functools.partial(self.save_snapshot, context=context), snapshot_id)
 
     def heartbeat(self, snapshot_id: str, *, context: Context = None) -> SessionSnapshot:
         """Stamp ``heartbeatAt`` on a running (pending or aborting) snapshot."""
-        now = self._stamp()
-
-        def beat(current: SessionSnapshot | None) -> SessionSnapshot | None:
-            if current is None:
-                raise GenkitError(
-                    Status.NOT_FOUND,
-                    f"snapshot {snapshot_id!r} does not exist; heartbeat the snapshot id the turn was saved under",
-                    reason=Reason.SNAPSHOT_NOT_FOUND,
-                )
-            if current.effective_status.is_terminal:
-                raise GenkitError(
-                    Status.FAILED_PRECONDITION,
-                    f"snapshot {snapshot_id!r} is {current.effective_status.value}; only a running turn "
-                    "(pending or aborting) takes heartbeats",
-                )
-            return attrs.evolve(current, heartbeat_at=now)
-
-        saved = self.save_snapshot(snapshot_id, beat, context=context)
-        assert saved is not None
-        return saved
+        return heartbeat_through(functools.partial(self.save_snapshot, context=context), snapshot_id, self._stamp())
 
     def _status(self, tenant: str, snapshot_id: str) -> SnapshotStatus | None:
         item = self._get_item(keys.snapshot_key(tenant, snapshot_id), "st")
