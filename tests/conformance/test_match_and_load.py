@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from conformance.cases import expand, parse_case_file
@@ -29,11 +29,11 @@ def test_every_value_matches_itself_as_a_pattern(value: Any) -> None:
 
 @given(st.dictionaries(keys, json_values, max_size=4), keys, json_values)
 def test_objects_match_as_subsets_but_not_exactly(value: dict[str, Any], extra: str, extra_value: Any) -> None:
+    assume(extra not in value)
     wider = {**value, extra: extra_value}
     match(wider, value)
-    if extra not in value:
-        with pytest.raises(Mismatch):
-            match(wider, {"$exact": value})
+    with pytest.raises(Mismatch):
+        match(wider, {"$exact": value})
 
 
 @given(st.dictionaries(keys, st.integers(), min_size=1, max_size=4))
