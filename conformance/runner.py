@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import enum
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, MutableMapping, Sequence
 from datetime import timedelta
@@ -357,7 +358,9 @@ def _tamper(value: Any, depth: int = 0) -> None:
                     setattr(value, field.name, "conformance-tampered")
             except Exception:
                 pass
-    elif hasattr(value, "__dict__"):
+    elif hasattr(value, "__dict__") and not isinstance(value, (enum.Enum, type)) and not callable(value):
+        # Plain data objects only: an enum member leads to its class, and tampering with a
+        # class (its member map, say) would corrupt the process, not the store under test.
         for sub in list(vars(value).values()):
             _tamper(sub, depth + 1)
 
