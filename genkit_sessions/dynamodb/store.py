@@ -60,8 +60,10 @@ from genkit_sessions.stores.write_rules import (
     check_parent,
     default_tenant,
     heartbeat_through,
+    leaf_of,
     next_snapshot,
     require_one_selector,
+    restorable,
     tenant_key,
 )
 
@@ -880,14 +882,7 @@ class DynamoDBSessionStore:
         count = 0
         written: set[str] = set()
         for snapshot in snapshots:
-            session_id = snapshot.session_id or (snapshot.state.session_id if snapshot.state else None)
-            if session_id is None:
-                raise GenkitError(
-                    Status.INVALID_ARGUMENT,
-                    f"snapshot {snapshot.snapshot_id!r} has no sessionId; every stored snapshot needs one",
-                    reason=Reason.SESSION_ID_REQUIRED,
-                )
-            snapshot = attrs.evolve(snapshot, session_id=session_id)
+            snapshot, session_id = restorable(snapshot)
             previous = self._get_item(keys.snapshot_key(tenant, snapshot.snapshot_id), "rec")
             old_session = self._session_of_item(tenant, previous, snapshot.snapshot_id)
             if old_session is not None and old_session != session_id:
@@ -946,15 +941,12 @@ class DynamoDBSessionStore:
     def _recompute_leaf(self, tenant: str, session_id: str) -> None:
         rows = self._query_session(tenant, session_id)
         members = [r for r in rows if r["sk"]["S"].startswith(keys.MEMBER_PREFIX)]
-        envelopes = {
-            r["sk"]["S"]: self._decode_item(tenant, r, r["sk"]["S"][len(keys.MEMBER_PREFIX) :])[0] for r in members
-        }
-        parents = {e.parent_id for e in envelopes.values() if e.parent_id is not None}
-        leaves = [r for r in members if r["sk"]["S"][len(keys.MEMBER_PREFIX) :] not in parents]
+        rows_by_id = {r["sk"]["S"][len(keys.MEMBER_PREFIX) :]: r for r in members}
+        leaf_snapshot = leaf_of(self._decode_item(tenant, r, i)[0] for i, r in rows_by_id.items())
         if not members:
             self._call("DeleteItem", Key=keys.head_key(tenant, session_id))
             return
-        if not leaves:  # every snapshot has a child: the parent chain is cyclic
+        if leaf_snapshot is None:  # every snapshot has a child: the parent chain is cyclic
             cyclic = {
                 **keys.head_key(tenant, session_id),
                 "cyc": {"N": str(len(members))},
@@ -962,11 +954,11 @@ class DynamoDBSessionStore:
             }
             self._call("PutItem", Item=cyclic)
             return
-        leaf = max(leaves, key=lambda r: (envelopes[r["sk"]["S"]].created_at, r["sk"]["S"]))
-        leaf_id = leaf["sk"]["S"][len(keys.MEMBER_PREFIX) :]
+        leaf_id = leaf_snapshot.snapshot_id
+        leaf = rows_by_id[leaf_id]
         _, recipe = self._decode_item(tenant, leaf, leaf_id)
         expires = int(leaf["exp"]["N"]) if "exp" in leaf else None
-        created_at = envelopes[leaf["sk"]["S"]].created_at
+        created_at = leaf_snapshot.created_at
         self._call("PutItem", Item=self._head_item(tenant, session_id, leaf_id, created_at, recipe, expires))
 
 

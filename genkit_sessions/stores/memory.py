@@ -27,8 +27,10 @@ from genkit_sessions.stores.write_rules import (
     check_parent,
     default_tenant,
     heartbeat_through,
+    leaf_of,
     next_snapshot,
     require_one_selector,
+    restorable,
     tenant_key,
 )
 
@@ -214,14 +216,7 @@ class InMemorySessionStore:
             tenant = self._tenant(context)
             touched: set[str] = set()
             for snapshot in snapshots:
-                session_id = snapshot.session_id or (snapshot.state.session_id if snapshot.state else None)
-                if session_id is None:
-                    raise GenkitError(
-                        Status.INVALID_ARGUMENT,
-                        f"snapshot {snapshot.snapshot_id!r} has no sessionId; every stored snapshot needs one",
-                        reason=Reason.SESSION_ID_REQUIRED,
-                    )
-                snapshot = attrs.evolve(snapshot, session_id=session_id)
+                snapshot, session_id = restorable(snapshot)
                 previous = tenant.snapshots.get(snapshot.snapshot_id)
                 if previous is None or previous.session_id != session_id:
                     if previous is not None:
@@ -239,10 +234,9 @@ class InMemorySessionStore:
     def _recompute_leaf(tenant: _Tenant, session_id: str) -> None:
         session = tenant.sessions[session_id]
         members = [tenant.snapshots[i] for i in session.ids]
-        parents = {s.parent_id for s in members if s.parent_id is not None}
-        leaves = [s for s in members if s.snapshot_id not in parents]
-        if leaves:
-            tenant.leaves[session_id] = max(leaves, key=lambda s: (s.created_at, s.snapshot_id))
+        leaf = leaf_of(members)
+        if leaf is not None:
+            tenant.leaves[session_id] = leaf
         else:
             tenant.leaves.pop(session_id, None)
         session.ids.sort(key=lambda i: (tenant.snapshots[i].created_at, i))

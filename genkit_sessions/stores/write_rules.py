@@ -9,7 +9,7 @@ store, the DynamoDB store and any store built on this package agree exactly.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -24,8 +24,10 @@ __all__ = [
     "check_parent",
     "default_tenant",
     "heartbeat_through",
+    "leaf_of",
     "next_snapshot",
     "require_one_selector",
+    "restorable",
     "tenant_key",
 ]
 
@@ -234,3 +236,28 @@ def heartbeat_through(save: Save, snapshot_id: str, now: str) -> SessionSnapshot
     saved = save(snapshot_id, beat)
     assert saved is not None
     return saved
+
+
+def restorable(snapshot: SessionSnapshot) -> tuple[SessionSnapshot, str]:
+    """A snapshot as ``restore_snapshots`` stores it (its sessionId filled from its state), and that id.
+
+    INVALID_ARGUMENT (SESSION_ID_REQUIRED) when it names no session anywhere.
+    """
+    session_id = snapshot.session_id or (snapshot.state.session_id if snapshot.state else None)
+    if session_id is None:
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"snapshot {snapshot.snapshot_id!r} has no sessionId; every stored snapshot needs one",
+            reason=Reason.SESSION_ID_REQUIRED,
+        )
+    restored = snapshot if snapshot.session_id == session_id else attrs.evolve(snapshot, session_id=session_id)
+    return restored, session_id
+
+
+def leaf_of(snapshots: Iterable[SessionSnapshot]) -> SessionSnapshot | None:
+    """S8 over a whole tree: the most recently created snapshot without children (ties: the
+    larger snapshot id). None when every snapshot has a child, which only a cyclic chain allows."""
+    members = list(snapshots)
+    parents = {s.parent_id for s in members if s.parent_id is not None}
+    leaves = [s for s in members if s.snapshot_id not in parents]
+    return max(leaves, key=lambda s: (s.created_at, s.snapshot_id)) if leaves else None
