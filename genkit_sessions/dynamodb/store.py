@@ -483,21 +483,28 @@ class DynamoDBSessionStore:
     def save_snapshot(self, snapshot_id: str, mutator: Mutator, *, context: Context = None) -> SessionSnapshot | None:
         """Atomically apply ``mutator`` to the snapshot ``snapshot_id`` and store the result.
 
-        An optimistic read-modify-write on conditional writes: uncontended, a new
-        snapshot whose parent this store read or wrote recently costs one GetItem
-        and one TransactWriteItems. A lost race re-reads and re-runs the mutator,
+        An optimistic read-modify-write on conditional writes. The first attempt
+        runs the mutator on what this store last read or wrote under that id
+        (nothing, for an id it has never seen, such as a turn's new snapshot) and
+        writes on the condition that this is still what is stored; when the
+        mutator declines or raises on that guess, it reads instead. So,
+        uncontended, a new snapshot whose parent this store read or wrote
+        recently costs one TransactWriteItems, and finishing a pending turn this
+        store saved costs one too. A lost race re-reads and re-runs the mutator,
         up to ``max_attempts`` times with jittered backoff, then raises ABORTED.
         """
         validate_id(snapshot_id, "snapshot_id", Reason.INVALID_SNAPSHOT_ID)
         tenant = tenant_key(self._tenant_of, context)
         head_versions: dict[str, str | None] = {}
         for attempt in range(self._max_attempts):
-            if attempt:
+            if attempt > 1:
                 time.sleep(random.uniform(0, min(0.5, 0.01 * 2**attempt)))
-            existing = self._read_by_id(tenant, snapshot_id)
-            snapshot = next_snapshot(
-                snapshot_id, existing.snapshot if existing is not None else None, mutator, self._stamp()
-            )
+            existing, snapshot = self._guess(tenant, snapshot_id, mutator) if attempt == 0 else (None, None)
+            if snapshot is None:
+                existing = self._read_by_id(tenant, snapshot_id)
+                snapshot = next_snapshot(
+                    snapshot_id, existing.snapshot if existing is not None else None, mutator, self._stamp()
+                )
             if snapshot is None:
                 return None
             try:
@@ -513,6 +520,20 @@ class DynamoDBSessionStore:
             f"snapshot {snapshot_id!r}: {self._max_attempts} attempts in a row lost to concurrent writers "
             f"on DynamoDB table {self.table_name!r}; retry the save later",
         )
+
+    def _guess(self, tenant: str, snapshot_id: str, mutator: Mutator) -> tuple[_Loaded | None, SessionSnapshot | None]:
+        """Run the mutator on the cached snapshot (or on nothing for an id not in the cache).
+
+        Returns what to write, or no snapshot when the mutator declined or raised on the
+        guess: the caller then reads the table and runs it again on what is really there.
+        The write of a guess is conditioned on it, so a wrong guess never lands.
+        """
+        guess = self._cached(tenant, snapshot_id)
+        try:
+            snapshot = next_snapshot(snapshot_id, guess.snapshot if guess is not None else None, mutator, self._stamp())
+        except Exception:  # judged again on a real read, where it may well raise for good
+            return guess, None
+        return guess, snapshot
 
     def _parent(self, tenant: str, snapshot: SessionSnapshot, *, fresh: bool = False) -> _Loaded | None:
         """The parent of a new snapshot: from the cache when this store read or wrote it recently (the
