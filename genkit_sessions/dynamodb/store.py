@@ -10,8 +10,8 @@ short version:
 - each snapshot stores a delta from its parent; every ``checkpoint_every``
   deltas a page folds them, so content written once is written at most twice;
 - a write is one ``TransactWriteItems``; blobs too big for one transaction
-  are written first under an orphan TTL, committed by the transaction, and
-  then made permanent.
+  are written first under an orphan TTL, made permanent, and then committed
+  by the transaction, so a committed part never expires.
 
 boto3 blocks the calling thread. ``store.aio`` is the async face: it runs each
 call on a bounded thread pool the store owns, so an event loop never blocks.
@@ -348,7 +348,6 @@ class DynamoDBSessionStore:
         if missing:
             found.update(self._batch_get(missing))
         payloads: list[Any] = []
-        staged: list[dict[str, Any]] = []
         for name, count in recipe.refs:
             chunks: list[bytes] = []
             if count == 0:
@@ -363,15 +362,11 @@ class DynamoDBSessionStore:
                 part_item = found.get((key["pk"]["S"], key["sk"]["S"]))
                 if part_item is None or "d" not in part_item:
                     raise self._data_loss(snapshot_id, f"blob part {part} of {count} is missing")
-                if "stg" in part_item:
-                    staged.append(part_item)
                 chunks.append(bytes(part_item["d"]["B"]))
             try:
                 payloads.append(decompress(join_parts(chunks)))
             except CorruptData as exc:
                 raise self._data_loss(snapshot_id, str(exc)) from None
-        if staged:
-            self._make_permanent(staged)
         names = [name for name, _ in recipe.refs]
 
         def decode(index: int, wire: Any) -> tuple[Message, ...]:
@@ -701,37 +696,44 @@ class DynamoDBSessionStore:
         ):
             self._transact(actions + [{"Put": {"TableName": self.table_name, "Item": p}} for p in parts])
             return
-        # Stage: parts first, invisible (nothing references them yet) and expiring, then the commit.
+        # Stage. 1: the parts, referenced by nothing and expiring, so a crash leaves orphans that TTL removes.
+        # 2: lift their expiry, so no part a commit references can ever expire. 3: the commit.
         orphan_expiry = {"N": str(self._now_epoch() + int(self._orphan_ttl.total_seconds()))}
         staged = [{**p, "exp": orphan_expiry, "stg": {"BOOL": True}} for p in parts]
         self._batch_write([{"PutRequest": {"Item": p}} for p in staged])
-        self._transact(actions)
-        self._make_permanent(staged, expires)
+        try:
+            self._make_permanent(staged, expires)
+        except GenkitError:  # the commit was not attempted: nothing references the parts
+            self._discard(staged)
+            raise
+        try:
+            self._transact(actions)
+        except (_Cancelled, GenkitError) as exc:
+            if _definitely_not_applied(exc):  # nothing references the parts: take them back
+                self._discard(staged)
+            raise
 
-    def _make_permanent(self, parts: list[dict[str, Any]], expires: int | None = None) -> None:
-        """Lift the orphan expiry of committed parts (after a commit, or when a read finds one left)."""
+    def _make_permanent(self, parts: list[dict[str, Any]], expires: int | None) -> None:
+        """Lift the orphan expiry of staged parts before the commit that references them (the store's own
+        TTL, when it has one, replaces it)."""
         for part in parts:
-            key = {"pk": part["pk"], "sk": part["sk"]}
-            try:
-                if expires is not None:
-                    self._client.update_item(
-                        TableName=self.table_name,
-                        Key=key,
-                        UpdateExpression="SET exp = :exp REMOVE stg",
-                        ConditionExpression="attribute_exists(pk)",
-                        ExpressionAttributeValues={":exp": {"N": str(expires)}},
-                    )
-                else:
-                    self._client.update_item(
-                        TableName=self.table_name,
-                        Key=key,
-                        UpdateExpression="REMOVE exp, stg",
-                        ConditionExpression="attribute_exists(pk)",
-                    )
-            except BACKEND_ERRORS as exc:
-                # The commit stands; the next read of the snapshot lifts the expiry again.
-                _log.warning("could not make a committed blob part permanent yet (%s); a later read retries", exc)
-                return
+            update: dict[str, Any] = {"Key": {"pk": part["pk"], "sk": part["sk"]}}
+            if expires is not None:
+                update["UpdateExpression"] = "SET exp = :exp REMOVE stg"
+                update["ExpressionAttributeValues"] = {":exp": {"N": str(expires)}}
+            else:
+                update["UpdateExpression"] = "REMOVE exp, stg"
+            self._call("UpdateItem", ConditionExpression="attribute_exists(pk)", **update)
+
+    def _discard(self, parts: list[dict[str, Any]]) -> None:
+        """Best effort: delete staged parts whose commit did not happen. One that stays is unreferenced
+        (no read sees it) and goes with ``delete_session``."""
+        try:
+            self._batch_write([{"DeleteRequest": {"Key": {"pk": p["pk"], "sk": p["sk"]}}} for p in parts])
+        except GenkitError as exc:
+            _log.warning(
+                "could not delete %d uncommitted blob parts (%s); delete_session removes them", len(parts), exc
+            )
 
     def _transact(self, actions: list[dict[str, Any]]) -> None:
         try:
@@ -997,6 +999,18 @@ def _member_update(table: str, key: dict[str, Any], attributes: dict[str, Any]) 
             "ExpressionAttributeValues": values,
         }
     }
+
+
+def _definitely_not_applied(error: BaseException) -> bool:
+    """True when DynamoDB answered that a write was refused; False when the answer was lost (a timeout or
+    a dropped connection), since the write may have been applied."""
+    if isinstance(error, _Cancelled):
+        return True
+    cause = error.__cause__
+    if not isinstance(cause, ClientError):
+        return False
+    http_status = cause.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 400)
+    return isinstance(http_status, int) and 400 <= http_status < 500
 
 
 class _Cancelled(Exception):
