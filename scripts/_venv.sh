@@ -1,5 +1,5 @@
 # Shared by scripts/demo and scripts/test: make .venv once and install the project into it.
-# Usage: source scripts/_venv.sh EXTRA   (EXTRA is "" for the demo, "test" for the tests)
+# Usage: source scripts/_venv.sh EXTRA   (EXTRA is "embedded" for the demo, "test" for the tests)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"

@@ -38,7 +38,7 @@ def moto_server() -> Iterator[str]:
     except ImportError as exc:
         raise GenkitError(
             Status.FAILED_PRECONDITION,
-            "the embedded DynamoDB needs moto's server: pip install 'moto[dynamodb,server]', "
+            "the embedded DynamoDB needs moto's server: pip install 'genkit-sessions[embedded]', "
             "or pass an endpoint URL of a running DynamoDB",
         ) from exc
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no request log lines in the demo's output
