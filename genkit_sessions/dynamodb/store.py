@@ -89,6 +89,8 @@ class _Loaded:
     recipe: Recipe
     expires: int | None
     version: int
+    statuses: tuple[str, ...] = ()
+    """Every status the snapshot has had, oldest first (what ``watch_status`` replays)."""
 
 
 class _Contention(Exception):
@@ -319,7 +321,7 @@ class DynamoDBSessionStore:
             state = self._rebuild(tenant, session_id, snapshot_id, recipe, prefetched or {})
         expires = int(item["exp"]["N"]) if "exp" in item else None
         version = int(item["v"]["N"]) if "v" in item else 1
-        loaded = _Loaded(attrs.evolve(envelope, state=state), recipe, expires, version)
+        loaded = _Loaded(attrs.evolve(envelope, state=state), recipe, expires, version, _statuses(item))
         self._remember(tenant, loaded)
         return loaded
 
@@ -460,9 +462,12 @@ class DynamoDBSessionStore:
         return item
 
     @staticmethod
-    def _status_attribute(snapshot: SessionSnapshot) -> dict[str, Any]:
-        """The status a snapshot item carries in the clear, for the projection watch_status polls."""
-        return {"st": {"S": snapshot.effective_status.value}}
+    def _status_attribute(snapshot: SessionSnapshot, before: tuple[str, ...] = ()) -> dict[str, Any]:
+        """The status a snapshot item carries in the clear (``st``) and every status it has had (``sh``),
+        for the projection watch_status polls: a watcher that polls between two changes still sees both."""
+        status = snapshot.effective_status.value
+        history = before if before and before[-1] == status else (*before, status)
+        return {"st": {"S": status}, "sh": {"L": [{"S": s} for s in history]}}
 
     def _part_items(
         self, tenant: str, session_id: str, name: str, parts: list[bytes], expires: int | None
@@ -628,7 +633,7 @@ class DynamoDBSessionStore:
                     fresh = self._parent(tenant, snapshot, fresh=True)
                     check_parent(snapshot, fresh.snapshot if fresh is not None else None)
             raise _Contention() from None
-        self._remember(tenant, _Loaded(snapshot, recipe, expires, 1))
+        self._remember(tenant, _Loaded(snapshot, recipe, expires, 1, (snapshot.effective_status.value,)))
 
     def _update(self, tenant: str, snapshot: SessionSnapshot, existing: _Loaded) -> None:
         session_id = snapshot.session_id
@@ -659,7 +664,7 @@ class DynamoDBSessionStore:
                     "Item": {
                         **keys.snapshot_key(tenant, snapshot_id),
                         **attributes,
-                        **self._status_attribute(snapshot),
+                        **self._status_attribute(snapshot, existing.statuses),
                         "v": {"N": str(existing.version + 1)},
                     },
                     "ConditionExpression": "v = :v",
@@ -672,7 +677,8 @@ class DynamoDBSessionStore:
             self._commit(actions, parts, existing.expires)
         except _Cancelled:
             raise _Contention() from None
-        self._remember(tenant, _Loaded(snapshot, recipe, existing.expires, existing.version + 1))
+        statuses = _statuses(self._status_attribute(snapshot, existing.statuses))
+        self._remember(tenant, _Loaded(snapshot, recipe, existing.expires, existing.version + 1, statuses))
         if changed:  # keep the head's read hint current when this snapshot is the leaf (best effort)
             try:
                 self._client.update_item(
@@ -845,14 +851,16 @@ class DynamoDBSessionStore:
         """Stamp ``heartbeatAt`` on a running (pending or aborting) snapshot."""
         return heartbeat_through(functools.partial(self.save_snapshot, context=context), snapshot_id, self._stamp())
 
-    def _status(self, tenant: str, snapshot_id: str) -> SnapshotStatus | None:
-        item = self._get_item(keys.snapshot_key(tenant, snapshot_id), "st")
+    def _statuses(self, tenant: str, snapshot_id: str) -> list[SnapshotStatus] | None:
+        """Every status the snapshot has had, oldest first; None when it does not exist."""
+        item = self._get_item(keys.snapshot_key(tenant, snapshot_id), "st, sh")
         if item is None:
             return None
+        names = _statuses(item) or ((item["st"]["S"],) if "st" in item else (SnapshotStatus.COMPLETED.value,))
         try:
-            return SnapshotStatus(item["st"]["S"]) if "st" in item else SnapshotStatus.COMPLETED
+            return [SnapshotStatus(name) for name in names]
         except ValueError:
-            raise self._data_loss(snapshot_id, f"unknown status {item['st']['S']!r}") from None
+            raise self._data_loss(snapshot_id, f"unknown status in {list(names)!r}") from None
 
     async def watch_status(self, snapshot_id: str, *, context: Context = None) -> AsyncIterator[SnapshotStatus]:
         """Yield the current status, then every change, ending after a terminal status.
@@ -864,29 +872,34 @@ class DynamoDBSessionStore:
         validate_id(snapshot_id, "snapshot_id", Reason.INVALID_SNAPSHOT_ID)
         tenant = tenant_key(self._tenant_of, context)
         loop = asyncio.get_running_loop()
-        poll = functools.partial(self._status, tenant, snapshot_id)
-        status = await loop.run_in_executor(self.executor(), poll)
-        if status is None:
+        poll = functools.partial(self._statuses, tenant, snapshot_id)
+        history = await loop.run_in_executor(self.executor(), poll)
+        if history is None:
             raise GenkitError(
                 Status.NOT_FOUND,
                 f"snapshot {snapshot_id!r} does not exist; watch a snapshot after it is saved",
                 reason=Reason.SNAPSHOT_NOT_FOUND,
             )
+        status = history[-1]
         yield status
+        seen = len(history)
         delay = self._watch_interval
         while not status.is_terminal:
             await asyncio.sleep(delay)
-            current = await loop.run_in_executor(self.executor(), poll)
-            if current is None:
+            history = await loop.run_in_executor(self.executor(), poll)
+            if history is None:
                 raise GenkitError(
                     Status.NOT_FOUND,
                     f"snapshot {snapshot_id!r} was deleted while being watched",
                     reason=Reason.SNAPSHOT_NOT_FOUND,
                 )
-            if current is not status:
-                status = current
+            if len(history) > seen:  # every change since the last poll, in order
+                for status in history[seen:]:
+                    yield status
+                    if status.is_terminal:
+                        return
+                seen = len(history)
                 delay = self._watch_interval
-                yield status
             else:
                 delay = min(delay * 2, self._watch_max_interval)
 
@@ -999,6 +1012,11 @@ def _member_update(table: str, key: dict[str, Any], attributes: dict[str, Any]) 
             "ExpressionAttributeValues": values,
         }
     }
+
+
+def _statuses(item: dict[str, Any]) -> tuple[str, ...]:
+    """The status history an item carries (``sh``), oldest first."""
+    return tuple(entry["S"] for entry in item.get("sh", {}).get("L", ()))
 
 
 def _definitely_not_applied(error: BaseException) -> bool:

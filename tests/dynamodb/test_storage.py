@@ -310,3 +310,19 @@ def test_a_mutator_that_raises_on_the_guess_is_judged_on_a_real_read(make_dynamo
     writer.save_snapshot("a", lambda _: SessionSnapshot(snapshot_id="a", session_id="s", status="pending"))
     beat = cold(writer).heartbeat("a")  # on the guess "absent" the heartbeat mutator raises NOT_FOUND
     assert beat.heartbeat_at is not None and beat.status == "pending"
+
+
+def test_a_watcher_polling_slower_than_the_changes_still_sees_every_status(make_dynamo: StoreFactory) -> None:
+    store = make_dynamo(watch_interval=0.5, watch_max_interval=0.5)
+    store.save_snapshot("a", lambda _: SessionSnapshot(snapshot_id="a", session_id="s", status="pending"))
+
+    async def scenario() -> list[str]:
+        stream = store.watch_status("a")
+        seen = [(await stream.__anext__()).value]
+        # Both changes land between two polls.
+        await asyncio.to_thread(store.save_snapshot, "a", lambda cur: attrs.evolve(cur, status="aborting"))
+        await asyncio.to_thread(store.abort_snapshot, "a")
+        seen += [status.value async for status in stream]
+        return seen
+
+    assert asyncio.run(scenario()) == ["pending", "aborting", "aborted"]
