@@ -52,12 +52,19 @@ class Session:
     ) -> None:
         self.id = session_id
         base = state if state is not None else SessionState()
-        self._state = attrs.evolve(base, session_id=session_id)
+        self._state = base if base.session_id == session_id else attrs.evolve(base, session_id=session_id)
         self.origin = origin
-        self.snapshot_id = mint_id()
+        self._snapshot_id: str | None = None
         self._store = store
         self._async_store = async_store
         self._context = context
+
+    @property
+    def snapshot_id(self) -> str:
+        """The id the turn's snapshot is saved under: reserved on first use, the same until a terminal save."""
+        if self._snapshot_id is None:
+            self._snapshot_id = mint_id()
+        return self._snapshot_id
 
     @property
     def server_managed(self) -> bool:
@@ -136,7 +143,7 @@ class Session:
         assert saved is not None
         if saved.effective_status.is_terminal:
             self.origin = saved
-            self.snapshot_id = mint_id()
+            self._snapshot_id = None
         return saved
 
     def save(
