@@ -909,7 +909,10 @@ class DynamoDBSessionStore:
         No stamping and no rule checks: broken or cyclic parent chains are kept
         as given (the resolver reports them as DATA_LOSS). Each state is stored
         whole; each touched session's leaf is recomputed as its most recently
-        created snapshot without children.
+        created snapshot without children. Every snapshot is checked before
+        anything is written; the writes then go out in batches of 25, so a
+        backend failure part-way leaves some written: the restore is idempotent,
+        so running it again completes it.
         """
         tenant = tenant_key(self._tenant_of, context)
         expires = self._now_epoch() + int(self._ttl.total_seconds()) if self._ttl is not None else None

@@ -210,13 +210,14 @@ class InMemorySessionStore:
         No stamping and no rule checks: broken or cyclic parent chains are kept
         as given (the resolver reports them as DATA_LOSS). Each session's leaf
         is recomputed as its most recently created snapshot without children.
+        All or nothing: one snapshot that names no session refuses the whole batch.
         """
+        batch = [restorable(snapshot) for snapshot in snapshots]
         count = 0
         with self._lock:
             tenant = self._tenant(context)
             touched: set[str] = set()
-            for snapshot in snapshots:
-                snapshot, session_id = restorable(snapshot)
+            for snapshot, session_id in batch:
                 previous = tenant.snapshots.get(snapshot.snapshot_id)
                 if previous is None or previous.session_id != session_id:
                     if previous is not None:

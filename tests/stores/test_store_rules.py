@@ -445,3 +445,11 @@ def test_s11_a_watcher_abandoned_with_its_event_loop_never_breaks_a_writer(store
     loop.close()
     assert store.abort_snapshot("a") is SnapshotStatus.PENDING
     assert store.get_snapshot(snapshot_id="a").status is SnapshotStatus.ABORTED
+
+
+def test_s11_restore_refuses_a_batch_with_a_sessionless_snapshot_and_writes_none_of_it(store: Any) -> None:
+    good = snap("a")
+    sessionless = SessionSnapshot(snapshot_id="b", created_at="2026-01-01T00:00:00Z")
+    error = error_of(lambda: store.restore_snapshots([good, sessionless]))
+    assert error.status == "INVALID_ARGUMENT" and error.reason == "SESSION_ID_REQUIRED"
+    assert store.get_snapshot(snapshot_id="a") is None
