@@ -920,8 +920,7 @@ class DynamoDBSessionStore:
         touched: set[str] = set()
         count = 0
         written: set[str] = set()
-        for snapshot in snapshots:
-            snapshot, session_id = restorable(snapshot)
+        for snapshot, session_id in [restorable(snapshot) for snapshot in snapshots]:
             previous = self._get_item(keys.snapshot_key(tenant, snapshot.snapshot_id), "rec")
             old_session = self._session_of_item(tenant, previous, snapshot.snapshot_id)
             if old_session is not None and old_session != session_id:
