@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
@@ -22,17 +23,35 @@ def format_timestamp(moment: datetime) -> str:
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+_ISO_8601 = re.compile(
+    r"(?P<date>\d{4}-\d{2}-\d{2})"
+    r"(?:[Tt ](?P<hm>\d{2}:\d{2})(?::(?P<s>\d{2})(?:[.,](?P<frac>\d+))?)?)?"
+    r"(?P<tz>[Zz]|[+-]\d{2}(?::?\d{2})?)?"
+)
+
+
 def parse_timestamp(text: str) -> datetime:
-    """Parse an ISO-8601 timestamp (``Z`` or an offset; naive means UTC).
+    """Parse an ISO-8601 timestamp (``Z`` or an offset; naive means UTC; any number of
+    fractional digits, as JavaScript, Go and Java write them).
 
     Raises ``ValueError`` naming the text when it is not a timestamp.
     """
-    value = text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text
+    match = _ISO_8601.fullmatch(text) if isinstance(text, str) else None
+    if match is None:
+        raise ValueError(f"{text!r} is not an ISO-8601 timestamp")
+    fraction = (match["frac"] or "")[:6].ljust(6, "0")
+    tz = match["tz"] or "+00:00"
+    if tz in ("Z", "z"):
+        tz = "+00:00"
+    elif len(tz) == 3:
+        tz += ":00"
+    elif ":" not in tz:
+        tz = f"{tz[:3]}:{tz[3:]}"
+    normal = f"{match['date']}T{match['hm'] or '00:00'}:{match['s'] or '00'}.{fraction}{tz}"
     try:
-        moment = datetime.fromisoformat(value)
+        return datetime.fromisoformat(normal)
     except ValueError:
         raise ValueError(f"{text!r} is not an ISO-8601 timestamp") from None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
 
 
 class MonotonicStamper:
