@@ -321,7 +321,7 @@ class DynamoDBSessionStore:
             state = self._rebuild(tenant, session_id, snapshot_id, recipe, prefetched or {})
         expires = int(item["exp"]["N"]) if "exp" in item else None
         version = int(item["v"]["N"]) if "v" in item else 1
-        loaded = _Loaded(attrs.evolve(envelope, state=state), recipe, expires, version, _statuses(item))
+        loaded = _Loaded(attrs.evolve(envelope, state=state), recipe, expires, version, _status_history(item))
         self._remember(tenant, loaded)
         return loaded
 
@@ -677,7 +677,7 @@ class DynamoDBSessionStore:
             self._commit(actions, parts, existing.expires)
         except _Cancelled:
             raise _Contention() from None
-        statuses = _statuses(self._status_attribute(snapshot, existing.statuses))
+        statuses = _status_history(self._status_attribute(snapshot, existing.statuses))
         self._remember(tenant, _Loaded(snapshot, recipe, existing.expires, existing.version + 1, statuses))
         if changed:  # keep the head's read hint current when this snapshot is the leaf (best effort)
             try:
@@ -856,7 +856,7 @@ class DynamoDBSessionStore:
         item = self._get_item(keys.snapshot_key(tenant, snapshot_id), "st, sh")
         if item is None:
             return None
-        names = _statuses(item) or ((item["st"]["S"],) if "st" in item else (SnapshotStatus.COMPLETED.value,))
+        names = _status_history(item) or ((item["st"]["S"],) if "st" in item else (SnapshotStatus.COMPLETED.value,))
         try:
             return [SnapshotStatus(name) for name in names]
         except ValueError:
@@ -1016,7 +1016,7 @@ def _member_update(table: str, key: dict[str, Any], attributes: dict[str, Any]) 
     }
 
 
-def _statuses(item: dict[str, Any]) -> tuple[str, ...]:
+def _status_history(item: dict[str, Any]) -> tuple[str, ...]:
     """The status history an item carries (``sh``), oldest first."""
     return tuple(entry["S"] for entry in item.get("sh", {}).get("L", ()))
 
