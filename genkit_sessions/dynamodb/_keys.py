@@ -5,10 +5,11 @@ DynamoDB only inside these attribute values, never inside an expression. The
 separator is U+001F, a control character that no valid id or tenant can hold
 (SPEC section 4), so no two (tenant, id) pairs ever make the same key.
 
-- snapshot item (fetch by id): pk ``<tenant>␟n␟<snapshotId>``, sk ``s``
-- session head (leaf pointer): pk ``<tenant>␟s␟<sessionId>``, sk ``h``
-- membership row (listing; a small blob inline as attribute ``x<tag>``):
-  pk ``<tenant>␟s␟<sessionId>``, sk ``m␟<snapshotId>``
+- snapshot item (fetch by id; the blob it wrote inline as attribute ``x<tag>``
+  when small): pk ``<tenant>␟n␟<snapshotId>``, sk ``s``
+- session head (leaf pointer, and the ids of the newest members):
+  pk ``<tenant>␟s␟<sessionId>``, sk ``h``
+- member page (ids of older members): pk ``<tenant>␟s␟<sessionId>``, sk ``l␟<token>``
 - blob part: pk ``<tenant>␟s␟<sessionId>``, sk ``b␟<snapshotId>␟<tag>␟<part>``
 
 (``␟`` is U+001F; ``<tag>`` is ``c`` for a page or ``d`` for a delta, plus a random nonce.)
@@ -21,7 +22,7 @@ from typing import Any
 SEP = "\x1f"
 SNAPSHOT_SK = "s"
 HEAD_SK = "h"
-MEMBER_PREFIX = "m" + SEP
+PAGE_PREFIX = "l" + SEP
 BLOB_PREFIX = "b" + SEP
 TTL_ATTRIBUTE = "exp"
 
@@ -41,9 +42,9 @@ def head_key(tenant: str, session_id: str) -> dict[str, Any]:
     return {"pk": session_pk(tenant, session_id), "sk": {"S": HEAD_SK}}
 
 
-def member_key(tenant: str, session_id: str, snapshot_id: str) -> dict[str, Any]:
-    """The key of a snapshot's membership row in its session's partition."""
-    return {"pk": session_pk(tenant, session_id), "sk": {"S": MEMBER_PREFIX + snapshot_id}}
+def page_key(tenant: str, session_id: str, token: str) -> dict[str, Any]:
+    """The key of a member page: ids of a session's snapshots moved out of its head."""
+    return {"pk": session_pk(tenant, session_id), "sk": {"S": PAGE_PREFIX + token}}
 
 
 def blob_name(snapshot_id: str, tag: str) -> str:
@@ -57,7 +58,7 @@ def blob_owner(name: str) -> str:
 
 
 def inline_attribute(name: str) -> str:
-    """The membership-row attribute holding a small blob inline (its recipe ref has 0 parts)."""
+    """The snapshot-item attribute holding a small blob inline (its recipe ref has 0 parts)."""
     return "x" + name.rpartition(SEP)[2]
 
 

@@ -3,15 +3,16 @@
 Key design and the write protocol are described in ``docs/dynamodb.md``; the
 short version:
 
-- a snapshot's own item (fetch by id), a head item per session (the leaf
-  pointer, with the leaf's recipe as a read hint), a membership row per
-  snapshot in the session's partition (listing), and immutable, compressed
-  state blobs in the session's partition;
+- a snapshot's own item (fetch by id; it also holds the blob it wrote, inline,
+  when small), a head item per session (the leaf pointer, the leaf's recipe as
+  a read hint, and the ids of the newest members; older ids move to member
+  pages), and large blobs cut into parts, in the session's partition;
 - each snapshot stores a delta from its parent; every ``checkpoint_every``
   deltas a page folds them, so content written once is written at most twice;
-- a write is one ``TransactWriteItems``; blobs too big for one transaction
-  are written first under an orphan TTL, made permanent, and then committed
-  by the transaction, so a committed part never expires.
+- a new snapshot is one ``TransactWriteItems`` of two actions (its item, and
+  the head compare-and-set); blobs too big for one transaction are written
+  first under an orphan TTL, made permanent, and then committed by the
+  transaction, so a committed part never expires.
 
 boto3 blocks the calling thread. ``store.aio`` is the async face: it runs each
 call on a bounded thread pool the store owns, so an event loop never blocks.
@@ -93,6 +94,21 @@ class _Loaded:
     """Every status the snapshot has had, oldest first (what ``watch_status`` replays)."""
 
 
+@attrs.frozen
+class _Head:
+    """What this store last saw of a session's head: its version token (None: there was no head) and
+    the member ids it holds (None: not known, after a write that appended without reading)."""
+
+    version: str | None
+    ids: tuple[str, ...] | None
+
+
+def _head_of(item: dict[str, Any] | None) -> _Head:
+    if item is None:
+        return _Head(None, ())
+    return _Head(item.get("hv", {}).get("S", ""), tuple(item.get("ids", {}).get("SS", ())))
+
+
 class _Contention(Exception):
     """A conditional write lost to a concurrent writer: read again and retry."""
 
@@ -134,7 +150,9 @@ class DynamoDBSessionStore:
     blob parts written ahead of a commit; ``max_attempts`` (8) bounds retries
     of a contended save before ABORTED; ``executor_workers`` (8) bounds the
     thread pool of the async face; ``watch_interval`` / ``watch_max_interval``
-    set the polling of :meth:`watch_status`.
+    set the polling of :meth:`watch_status`; ``head_ids`` (50) is how many
+    member ids a session's head holds before they move to a member page (the
+    head is rewritten by every new snapshot, so it stays a few KB).
     """
 
     def __init__(
@@ -157,6 +175,7 @@ class DynamoDBSessionStore:
         watch_interval: float = 0.05,
         watch_max_interval: float = 2.0,
         cache_size: int = 64,
+        head_ids: int = 50,
     ) -> None:
         if not table_name or not isinstance(table_name, str):
             raise GenkitError(Status.INVALID_ARGUMENT, "table_name must be a non-empty string naming the table")
@@ -168,6 +187,8 @@ class DynamoDBSessionStore:
             )
         if max_attempts < 1 or executor_workers < 1:
             raise GenkitError(Status.INVALID_ARGUMENT, "max_attempts and executor_workers must be at least 1")
+        if not 1 <= head_ids <= 1000:
+            raise GenkitError(Status.INVALID_ARGUMENT, f"head_ids must be between 1 and 1000, got {head_ids}")
         self.table_name = table_name
         self._client = (
             client if client is not None else build_client(region_name, endpoint_url, retry_mode, max_retries)
@@ -183,7 +204,9 @@ class DynamoDBSessionStore:
         self._watch_interval = watch_interval
         self._watch_max_interval = watch_max_interval
         self._cache_size = cache_size
+        self._head_ids = head_ids
         self._cache: collections.OrderedDict[tuple[str, str], _Loaded] = collections.OrderedDict()
+        self._heads: collections.OrderedDict[tuple[str, str], _Head] = collections.OrderedDict()
         self._lock = threading.Lock()
         self._executor_workers = executor_workers
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
@@ -263,6 +286,23 @@ class DynamoDBSessionStore:
             for snapshot_id in snapshot_ids:
                 self._cache.pop((tenant, snapshot_id), None)
 
+    def _see_head(self, tenant: str, session_id: str, head: _Head | None) -> None:
+        """Remember (or, with None, forget) what a session's head held when this store last read or wrote
+        it: the next new snapshot conditions on exactly that version, with no read of its own."""
+        key = (tenant, session_id)
+        with self._lock:
+            if head is None or self._cache_size <= 0:
+                self._heads.pop(key, None)
+                return
+            self._heads[key] = head
+            self._heads.move_to_end(key)
+            while len(self._heads) > self._cache_size:
+                self._heads.popitem(last=False)
+
+    def _known_head(self, tenant: str, session_id: str) -> _Head | None:
+        with self._lock:
+            return self._heads.get((tenant, session_id))
+
     # --- reading ---------------------------------------------------------------------------
 
     def _get_item(self, key: dict[str, Any], projection: str | None = None) -> dict[str, Any] | None:
@@ -272,13 +312,18 @@ class DynamoDBSessionStore:
         item: dict[str, Any] | None = self._call("GetItem", **kwargs).get("Item")
         return item
 
-    def _batch_get(self, key_list: Sequence[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    def _batch_get(
+        self, key_list: Sequence[dict[str, Any]], projection: str | None = None
+    ) -> dict[tuple[str, str], dict[str, Any]]:
         found: dict[tuple[str, str], dict[str, Any]] = {}
         pending = list({(k["pk"]["S"], k["sk"]["S"]): k for k in key_list}.values())
         delay = 0.02
         while pending:
             batch, pending = pending[:MAX_BATCH_GET], pending[MAX_BATCH_GET:]
-            answer = self._call("BatchGetItem", RequestItems={self.table_name: {"Keys": batch, "ConsistentRead": True}})
+            request: dict[str, Any] = {"Keys": batch, "ConsistentRead": True}
+            if projection:
+                request["ProjectionExpression"] = projection
+            answer = self._call("BatchGetItem", RequestItems={self.table_name: request})
             for item in answer.get("Responses", {}).get(self.table_name, []):
                 found[(item["pk"]["S"], item["sk"]["S"])] = item
             unprocessed = answer.get("UnprocessedKeys", {}).get(self.table_name, {}).get("Keys", [])
@@ -289,7 +334,7 @@ class DynamoDBSessionStore:
         return found
 
     def _decode_item(self, tenant: str, item: dict[str, Any], snapshot_id: str) -> tuple[SessionSnapshot, Recipe]:
-        """The envelope (snapshot without state) and recipe stored on a snapshot or membership item."""
+        """The envelope (snapshot without state) and recipe stored on a snapshot item."""
         try:
             record = decompress(item["rec"]["B"])
             envelope = from_wire(SessionSnapshot, record["e"])
@@ -326,11 +371,11 @@ class DynamoDBSessionStore:
         return loaded
 
     def _part_keys(self, tenant: str, session_id: str, recipe: Recipe) -> list[dict[str, Any]]:
-        """The items a recipe reads: part items, and the membership rows that hold inline blobs."""
+        """The items a recipe reads: part items, and the snapshot items that hold inline blobs."""
         wanted: list[dict[str, Any]] = []
         for name, count in recipe.refs:
             if count == 0:
-                wanted.append(keys.member_key(tenant, session_id, keys.blob_owner(name)))
+                wanted.append(keys.snapshot_key(tenant, keys.blob_owner(name)))
             else:
                 wanted += [keys.blob_part_key(tenant, session_id, name, part) for part in range(count)]
         return wanted
@@ -353,7 +398,7 @@ class DynamoDBSessionStore:
         for name, count in recipe.refs:
             chunks: list[bytes] = []
             if count == 0:
-                key = keys.member_key(tenant, session_id, keys.blob_owner(name))
+                key = keys.snapshot_key(tenant, keys.blob_owner(name))
                 row = found.get((key["pk"]["S"], key["sk"]["S"]))
                 attribute = keys.inline_attribute(name)
                 if row is None or attribute not in row:
@@ -389,10 +434,11 @@ class DynamoDBSessionStore:
             raise self._data_loss(snapshot_id, exc.message) from None
 
     def _read_by_id(self, tenant: str, snapshot_id: str) -> _Loaded | None:
-        item = self._get_item(keys.snapshot_key(tenant, snapshot_id))
+        key = keys.snapshot_key(tenant, snapshot_id)
+        item = self._get_item(key)
         if item is None:
             return None
-        return self._load(tenant, item, snapshot_id)
+        return self._load(tenant, item, snapshot_id, {(key["pk"]["S"], key["sk"]["S"]): item})
 
     def get_snapshot(
         self, *, snapshot_id: str | None = None, session_id: str | None = None, context: Context = None
@@ -410,6 +456,7 @@ class DynamoDBSessionStore:
             return loaded.snapshot if loaded is not None else None
         assert session_id is not None
         head = self._get_item(keys.head_key(tenant, session_id))
+        self._see_head(tenant, session_id, _head_of(head))
         if head is None:
             return None
         if "leaf" not in head:
@@ -455,7 +502,7 @@ class DynamoDBSessionStore:
 
     @staticmethod
     def _record_attributes(record: bytes, expires: int | None) -> dict[str, Any]:
-        """What a snapshot item and a membership row both carry (few attributes: items stay small)."""
+        """The record a snapshot item carries (envelope and recipe), with the session's expiry."""
         item: dict[str, Any] = {"rec": {"B": record}}
         if expires is not None:
             item["exp"] = {"N": str(expires)}
@@ -463,11 +510,22 @@ class DynamoDBSessionStore:
 
     @staticmethod
     def _status_attribute(snapshot: SessionSnapshot, before: tuple[str, ...] = ()) -> dict[str, Any]:
-        """The status a snapshot item carries in the clear (``st``) and every status it has had (``sh``),
-        for the projection watch_status polls: a watcher that polls between two changes still sees both."""
+        """The status a snapshot item carries in the clear (``st``) and, once it has changed, every status
+        it has had (``sh``), for the projection watch_status polls: a watcher that polls between two
+        changes still sees both.
+
+        Attributes are sparse: a snapshot that has only ever been ``completed`` (most of a
+        session's history) carries neither, as an item never updated carries no version ``v``.
+        Every read returns fewer attribute values, and every write sends fewer bytes.
+        """
         status = snapshot.effective_status.value
         history = before if before and before[-1] == status else (*before, status)
-        return {"st": {"S": status}, "sh": {"L": [{"S": s} for s in history]}}
+        if history == (SnapshotStatus.COMPLETED.value,):
+            return {}
+        attributes: dict[str, Any] = {"st": {"S": status}}
+        if len(history) > 1:
+            attributes["sh"] = {"L": [{"S": s} for s in history]}
+        return attributes
 
     def _part_items(
         self, tenant: str, session_id: str, name: str, parts: list[bytes], expires: int | None
@@ -490,12 +548,12 @@ class DynamoDBSessionStore:
         mutator declines or raises on that guess, it reads instead. So,
         uncontended, a new snapshot whose parent this store read or wrote
         recently costs one TransactWriteItems, and finishing a pending turn this
-        store saved costs one too. A lost race re-reads and re-runs the mutator,
-        up to ``max_attempts`` times with jittered backoff, then raises ABORTED.
+        store saved costs one UpdateItem. A lost race re-reads and re-runs the
+        mutator, up to ``max_attempts`` times with jittered backoff, then raises
+        ABORTED.
         """
         validate_id(snapshot_id, "snapshot_id", Reason.INVALID_SNAPSHOT_ID)
         tenant = tenant_key(self._tenant_of, context)
-        head_versions: dict[str, str | None] = {}
         for attempt in range(self._max_attempts):
             if attempt > 1:
                 time.sleep(random.uniform(0, min(0.5, 0.01 * 2**attempt)))
@@ -509,7 +567,7 @@ class DynamoDBSessionStore:
                 return None
             try:
                 if existing is None:
-                    self._create(tenant, snapshot, head_versions)
+                    self._create(tenant, snapshot)
                 else:
                     self._update(tenant, snapshot, existing)
             except _Contention:
@@ -537,27 +595,79 @@ class DynamoDBSessionStore:
 
     def _parent(self, tenant: str, snapshot: SessionSnapshot, *, fresh: bool = False) -> _Loaded | None:
         """The parent of a new snapshot: from the cache when this store read or wrote it recently (the
-        transaction re-checks that it still exists in the same session), else from the table."""
+        transaction re-checks that its session still has a head), else from the table."""
         assert snapshot.parent_id is not None
         cached = None if fresh else self._cached(tenant, snapshot.parent_id)
         return cached if cached is not None else self._read_by_id(tenant, snapshot.parent_id)
 
-    def _head_item(
-        self, tenant: str, session_id: str, leaf_id: str, created_at: str, recipe: Recipe, expires: int | None
-    ) -> dict[str, Any]:
-        """A session head naming its leaf; ``hv`` is a fresh version token for compare-and-swap."""
-        head: dict[str, Any] = {
-            **keys.head_key(tenant, session_id),
-            "leaf": {"S": leaf_id},
-            "lc": {"S": created_at},
+    def _head_write(
+        self, tenant: str, snapshot: SessionSnapshot, recipe: Recipe, expires: int | None, known: _Head | None
+    ) -> tuple[list[dict[str, Any]], _Head]:
+        """The actions that make a new snapshot its session's leaf, and the head they leave.
+
+        The head is the commit's arbiter. When this store knows the head (it read or
+        wrote it last), the write replaces it on the condition that it is still
+        exactly that version (or, when there was none, that there still is none).
+        The new id joins the head's ids; when the head already holds ``head_ids`` of
+        them, they move to a new member page in the same transaction. Otherwise
+        the write is an update that must not move the head back in time
+        (``lc < createdAt``), that, for a child, needs the head to exist
+        (``delete_session`` removes it first, so a child cannot land in a session
+        being deleted), and that adds the id only while the head has room; a
+        refusal reads the head, and the next attempt knows it.
+        """
+        session_id = snapshot.session_id
+        assert session_id is not None
+        snapshot_id = snapshot.snapshot_id
+        version = os.urandom(8).hex()
+        head_key = keys.head_key(tenant, session_id)
+        fields: dict[str, Any] = {
+            "leaf": {"S": snapshot_id},
+            "lc": {"S": snapshot.created_at},
             "rc": {"B": compress(recipe.to_json())},
-            "hv": {"S": os.urandom(8).hex()},
+            "hv": {"S": version},
         }
         if expires is not None:
-            head["exp"] = {"N": str(expires)}
-        return head
+            fields["exp"] = {"N": str(expires)}
+        if known is not None and known.ids is not None:
+            actions: list[dict[str, Any]] = []
+            ids = (*known.ids, snapshot_id)
+            if len(known.ids) >= self._head_ids:
+                page = {**keys.page_key(tenant, session_id, version), "ids": _id_list(known.ids)}
+                if expires is not None:
+                    page["exp"] = fields["exp"]
+                actions.append(_put(self.table_name, page, "attribute_not_exists(pk)"))
+                ids = (snapshot_id,)
+            head = {**head_key, **fields, "ids": _id_list(ids)}
+            if known.version is None:
+                put = _put(self.table_name, head, "attribute_not_exists(pk)")
+            else:
+                put = _put(self.table_name, head, "hv = :hv", {":hv": {"S": known.version}})
+            return [put, *actions], _Head(version, ids)
+        values = {f":new_{name}": value for name, value in fields.items()}  # ":hv" is the version seen
+        values[":ids"] = _id_list([snapshot_id])
+        values[":k"] = {"N": str(self._head_ids)}
+        room = "(attribute_not_exists(ids) OR size(ids) < :k)"
+        if known is not None:
+            assert known.version is not None
+            condition = "hv = :hv AND " + room
+            values[":hv"] = {"S": known.version}
+        elif snapshot.parent_id is not None:
+            condition = "attribute_exists(pk) AND lc < :new_lc AND " + room
+        else:
+            condition = "attribute_not_exists(pk) OR (lc < :new_lc AND " + room + ")"
+        update = {
+            "Update": {
+                "TableName": self.table_name,
+                "Key": head_key,
+                "UpdateExpression": "SET " + ", ".join(f"{name} = :new_{name}" for name in fields) + " ADD ids :ids",
+                "ConditionExpression": condition,
+                "ExpressionAttributeValues": values,
+            }
+        }
+        return [update], _Head(version, None)
 
-    def _create(self, tenant: str, snapshot: SessionSnapshot, head_versions: dict[str, str | None]) -> None:
+    def _create(self, tenant: str, snapshot: SessionSnapshot) -> None:
         session_id = snapshot.session_id
         assert session_id is not None
         snapshot_id = snapshot.snapshot_id
@@ -576,63 +686,33 @@ class DynamoDBSessionStore:
         name, parts = self._blob(snapshot_id, plan)
         inline = len(parts) == 1 and len(parts[0]) <= _INLINE_LIMIT
         recipe = plan.recipe(name, 0 if inline else len(parts))
-        record = self._record(snapshot, recipe)
-        attributes = self._record_attributes(record, expires)
-        member = {**keys.member_key(tenant, session_id, snapshot_id), **attributes}
+        item = {
+            **keys.snapshot_key(tenant, snapshot_id),
+            **self._record_attributes(self._record(snapshot, recipe), expires),
+            **self._status_attribute(snapshot),
+        }
         if inline:
-            member[keys.inline_attribute(name)] = {"B": parts[0]}
-        head = self._head_item(tenant, session_id, snapshot_id, snapshot.created_at, recipe, expires)
-        head_values: dict[str, Any] = {":lc": {"S": snapshot.created_at}}
-        # The head is the commit's arbiter: it never moves back in time, it moves only from the version
-        # last seen after a lost race, and a child needs it to exist (delete_session removes it first).
-        if session_id in head_versions:
-            seen = head_versions[session_id]
-            if seen is None:
-                head_condition = "attribute_not_exists(pk)"
-            else:
-                head_condition = "hv = :hv"
-                head_values = {":hv": {"S": seen}}
-        elif snapshot.parent_id is not None:
-            head_condition = "attribute_exists(pk) AND lc < :lc"
-        else:
-            head_condition = "attribute_not_exists(pk) OR lc < :lc"
-        if head_condition == "attribute_not_exists(pk)":
-            head_values = {}
-        actions: list[dict[str, Any]] = [
-            {
-                "Put": {
-                    "TableName": self.table_name,
-                    "Item": {
-                        **keys.snapshot_key(tenant, snapshot_id),
-                        **attributes,
-                        **self._status_attribute(snapshot),
-                        "v": {"N": "1"},
-                    },
-                    "ConditionExpression": "attribute_not_exists(pk)",
-                }
-            },
-            {
-                "Put": {
-                    "TableName": self.table_name,
-                    "Item": head,
-                    "ConditionExpression": head_condition,
-                    **({"ExpressionAttributeValues": head_values} if head_values else {}),
-                }
-            },
-            {"Put": {"TableName": self.table_name, "Item": member}},
-        ]
+            item[keys.inline_attribute(name)] = {"B": parts[0]}
+        head_actions, head_after = self._head_write(
+            tenant, snapshot, recipe, expires, self._known_head(tenant, session_id)
+        )
+        actions = [_put(self.table_name, item, "attribute_not_exists(pk)"), *head_actions]
         part_items = [] if inline else self._part_items(tenant, session_id, name, parts, expires)
         try:
             self._commit(actions, part_items, expires)
         except _Cancelled as cancelled:
-            if cancelled.failed(1) or not cancelled.codes:  # a newer leaf landed first, or the session is gone
-                current = self._get_item(keys.head_key(tenant, session_id), "hv")
-                head_versions[session_id] = current["hv"]["S"] if current and "hv" in current else None
+            if not cancelled.failed(0):  # a newer leaf landed first, or the session is gone: read its head
+                current = self._get_item(keys.head_key(tenant, session_id), "hv, ids")
+                self._see_head(tenant, session_id, _head_of(current))
                 if current is None and snapshot.parent_id is not None:  # judge S7 on a fresh read of the parent
                     self._forget(tenant, [snapshot.parent_id])
                     fresh = self._parent(tenant, snapshot, fresh=True)
                     check_parent(snapshot, fresh.snapshot if fresh is not None else None)
             raise _Contention() from None
+        except GenkitError:
+            self._see_head(tenant, session_id, None)  # the outcome may be unknown: read the head next time
+            raise
+        self._see_head(tenant, session_id, head_after)
         self._remember(tenant, _Loaded(snapshot, recipe, expires, 1, (snapshot.effective_status.value,)))
 
     def _update(self, tenant: str, snapshot: SessionSnapshot, existing: _Loaded) -> None:
@@ -655,29 +735,29 @@ class DynamoDBSessionStore:
             name, chunks = self._blob(snapshot_id, plan)
             recipe = plan.recipe(name, len(chunks))
             parts = self._part_items(tenant, session_id, name, chunks, existing.expires)
-        record = self._record(snapshot, recipe)
-        attributes = self._record_attributes(record, existing.expires)
-        actions: list[dict[str, Any]] = [
-            {
-                "Put": {
-                    "TableName": self.table_name,
-                    "Item": {
-                        **keys.snapshot_key(tenant, snapshot_id),
-                        **attributes,
-                        **self._status_attribute(snapshot, existing.statuses),
-                        "v": {"N": str(existing.version + 1)},
-                    },
-                    "ConditionExpression": "v = :v",
-                    "ExpressionAttributeValues": {":v": {"N": str(existing.version)}},
-                }
-            },
-            _member_update(self.table_name, keys.member_key(tenant, session_id, snapshot_id), attributes),
-        ]
+        # An update, not a put: the blob this snapshot wrote inline at its creation stays, for its children.
+        status = self._status_attribute(snapshot, existing.statuses)
+        values: dict[str, Any] = {
+            ":rec": {"B": self._record(snapshot, recipe)},
+            ":nv": {"N": str(existing.version + 1)},
+            **{f":{name}": value for name, value in status.items()},
+        }
+        if existing.version > 1:
+            values[":v"] = {"N": str(existing.version)}
+        update = {
+            "Update": {
+                "TableName": self.table_name,
+                "Key": keys.snapshot_key(tenant, snapshot_id),
+                "UpdateExpression": "SET " + ", ".join(["rec = :rec", "v = :nv", *(f"{n} = :{n}" for n in status)]),
+                "ConditionExpression": "v = :v" if existing.version > 1 else "attribute_not_exists(v)",
+                "ExpressionAttributeValues": values,
+            }
+        }
         try:
-            self._commit(actions, parts, existing.expires)
+            self._commit([update], parts, existing.expires)
         except _Cancelled:
             raise _Contention() from None
-        statuses = _status_history(self._status_attribute(snapshot, existing.statuses))
+        statuses = _status_history(status)
         self._remember(tenant, _Loaded(snapshot, recipe, existing.expires, existing.version + 1, statuses))
         if changed:  # keep the head's read hint current when this snapshot is the leaf (best effort)
             try:
@@ -693,8 +773,13 @@ class DynamoDBSessionStore:
                     _log.info("could not refresh the read hint of session %r: %s", session_id, exc)
 
     def _commit(self, actions: list[dict[str, Any]], parts: list[dict[str, Any]], expires: int | None) -> None:
-        """Write ``parts`` and commit ``actions`` atomically, staging parts when one transaction cannot hold them."""
-        size = sum(item_size(a.get("Put", {}).get("Item", {})) + 512 for a in actions)
+        """Write ``parts`` and commit ``actions`` atomically, staging parts when one transaction cannot hold them.
+
+        A lone action with no parts is a single conditional write, atomic on its own."""
+        if len(actions) == 1 and not parts:
+            self._write_one(actions[0])
+            return
+        size = sum(_action_size(a) for a in actions)
         part_bytes = sum(item_size(p) for p in parts)
         if (
             len(actions) + len(parts) <= MAX_TRANSACTION_ACTIONS
@@ -718,6 +803,19 @@ class DynamoDBSessionStore:
             if _definitely_not_applied(exc):  # nothing references the parts: take them back
                 self._discard(staged)
             raise
+
+    def _write_one(self, action: dict[str, Any]) -> None:
+        """One transaction action as a single conditional write (a refused condition is a lost race)."""
+        kind, request = next(iter(action.items()))
+        operation = {"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem"}[kind]
+        try:
+            getattr(self._client, _snake(operation))(**request)
+        except ClientError as exc:
+            if error_code(exc) == "ConditionalCheckFailedException":
+                raise _Cancelled(["ConditionalCheckFailed"]) from exc
+            raise map_error(exc, operation, self.table_name) from exc
+        except BACKEND_ERRORS as exc:
+            raise map_error(exc, operation, self.table_name) from exc
 
     def _make_permanent(self, parts: list[dict[str, Any]], expires: int | None) -> None:
         """Lift the orphan expiry of staged parts before the commit that references them (the store's own
@@ -796,19 +894,34 @@ class DynamoDBSessionStore:
                 return items
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
+    def _members(self, tenant: str, session_id: str, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """The snapshot items of ids a session's head and member pages name, by id, keeping only those
+        that still belong to the session (a restore may have moved one elsewhere)."""
+        ids = list(ids)
+        found = self._batch_get([keys.snapshot_key(tenant, i) for i in ids])
+        members: dict[str, dict[str, Any]] = {}
+        for snapshot_id in ids:
+            key = keys.snapshot_key(tenant, snapshot_id)
+            item = found.get((key["pk"]["S"], key["sk"]["S"]))
+            if item is not None and self._session_of_item(tenant, item, snapshot_id) == session_id:
+                members[snapshot_id] = item
+        return members
+
     def list_snapshots(self, session_id: str, *, context: Context = None) -> Sequence[SessionSnapshot]:
-        """Every snapshot of the session in creation order: one strongly consistent, paginated Query."""
+        """Every snapshot of the session in creation order.
+
+        One strongly consistent, paginated Query of the session's partition (its
+        head, member pages and blob parts), then strongly consistent BatchGetItems
+        of the snapshot items it names, 100 per call.
+        """
         validate_id(session_id, "session_id", Reason.INVALID_SESSION_ID)
         tenant = tenant_key(self._tenant_of, context)
-        items = self._query_session(tenant, session_id)
-        by_key = {(i["pk"]["S"], i["sk"]["S"]): i for i in items}
+        rows = self._query_session(tenant, session_id)
+        members = self._members(tenant, session_id, _member_ids(rows))
+        by_key = {(i["pk"]["S"], i["sk"]["S"]): i for i in [*rows, *members.values()]}
         memo: dict[str, tuple[Message, ...]] = {}
         found: list[SessionSnapshot] = []
-        for item in items:
-            sk = item["sk"]["S"]
-            if not sk.startswith(keys.MEMBER_PREFIX):
-                continue
-            snapshot_id = sk[len(keys.MEMBER_PREFIX) :]
+        for snapshot_id, item in members.items():
             envelope, recipe = self._decode_item(tenant, item, snapshot_id)
             hit, state = self._recall(tenant, snapshot_id, recipe)
             if not hit:
@@ -818,29 +931,53 @@ class DynamoDBSessionStore:
         return found
 
     def delete_session(self, session_id: str, *, context: Context = None) -> int:
-        """Delete every item of the session (head, snapshots, membership rows, blobs); returns how many
-        snapshots went. Not atomic against writers still adding to the session."""
+        """Delete every item of the session (head, member pages, snapshots, blobs); returns how many
+        snapshots went.
+
+        The head goes first, on the condition that it is the version just read, so
+        no child can land afterwards (a child needs the head) and no id it named is
+        missed; a writer that moved it in between makes the round start again (up
+        to 3 rounds). Not atomic: a failure part-way leaves the session partly
+        deleted, without a head, and running it again finishes the job.
+        """
         validate_id(session_id, "session_id", Reason.INVALID_SESSION_ID)
         tenant = tenant_key(self._tenant_of, context)
         deleted: set[str] = set()
         for _ in range(3):
-            items = self._query_session(tenant, session_id, projection="pk, sk")
-            if not items:
+            rows = self._query_session(tenant, session_id)
+            if not rows:
                 break
-            members = [
-                i["sk"]["S"][len(keys.MEMBER_PREFIX) :] for i in items if i["sk"]["S"].startswith(keys.MEMBER_PREFIX)
-            ]
-            # The head goes first, so it never points at a deleted snapshot.
-            self._call("DeleteItem", Key=keys.head_key(tenant, session_id))
+            head = next((r for r in rows if r["sk"]["S"] == keys.HEAD_SK), None)
+            if head is not None:
+                try:
+                    self._write_one(
+                        {
+                            "Delete": {
+                                "TableName": self.table_name,
+                                "Key": keys.head_key(tenant, session_id),
+                                "ConditionExpression": "hv = :hv",
+                                "ExpressionAttributeValues": {":hv": head.get("hv", {"S": ""})},
+                            }
+                        }
+                    )
+                except _Cancelled:
+                    continue  # a writer moved the head since the Query: read again
+            members = list(self._members(tenant, session_id, _member_ids(rows)))
             requests = [{"DeleteRequest": {"Key": keys.snapshot_key(tenant, s)}} for s in members]
             requests += [
-                {"DeleteRequest": {"Key": {"pk": i["pk"], "sk": i["sk"]}}}
-                for i in items
-                if i["sk"]["S"] != keys.HEAD_SK
+                {"DeleteRequest": {"Key": {"pk": r["pk"], "sk": r["sk"]}}} for r in rows if r["sk"]["S"] != keys.HEAD_SK
             ]
             self._batch_write(requests)
             deleted.update(members)
             self._forget(tenant, members)
+        else:
+            if self._query_session(tenant, session_id, projection="pk"):
+                raise GenkitError(
+                    Status.ABORTED,
+                    f"session {session_id!r} kept changing under concurrent writers through 3 rounds of deletion "
+                    f"on DynamoDB table {self.table_name!r}; stop its writers, then delete it again",
+                )
+        self._see_head(tenant, session_id, None)
         return len(deleted)
 
     def abort_snapshot(self, snapshot_id: str, *, context: Context = None) -> SnapshotStatus | None:
@@ -856,7 +993,7 @@ class DynamoDBSessionStore:
         item = self._get_item(keys.snapshot_key(tenant, snapshot_id), "st, sh")
         if item is None:
             return None
-        names = _status_history(item) or ((item["st"]["S"],) if "st" in item else (SnapshotStatus.COMPLETED.value,))
+        names = _status_history(item) or (SnapshotStatus.COMPLETED.value,)
         try:
             return [SnapshotStatus(name) for name in names]
         except ValueError:
@@ -917,55 +1054,41 @@ class DynamoDBSessionStore:
         tenant = tenant_key(self._tenant_of, context)
         expires = self._now_epoch() + int(self._ttl.total_seconds()) if self._ttl is not None else None
         requests: list[dict[str, Any]] = []
+        added: dict[str, list[str]] = {}
         touched: set[str] = set()
         count = 0
-        written: set[str] = set()
         for snapshot, session_id in [restorable(snapshot) for snapshot in snapshots]:
-            previous = self._get_item(keys.snapshot_key(tenant, snapshot.snapshot_id), "rec")
+            previous = self._get_item(keys.snapshot_key(tenant, snapshot.snapshot_id))
             old_session = self._session_of_item(tenant, previous, snapshot.snapshot_id)
             if old_session is not None and old_session != session_id:
-                requests.append({"DeleteRequest": {"Key": keys.member_key(tenant, old_session, snapshot.snapshot_id)}})
                 touched.add(old_session)
-            kept: dict[str, Any] = {}  # inline blobs of the snapshot being replaced: its children may read them
-            if old_session == session_id:
-                row = self._get_item(keys.member_key(tenant, session_id, snapshot.snapshot_id))
-                kept = {k: v for k, v in (row or {}).items() if k.startswith("x")}
+            # The inline blob of the snapshot being replaced stays: its children may read it.
+            kept = {k: v for k, v in (previous or {}).items() if k.startswith("x")}
+            version = int(previous["v"]["N"]) + 1 if previous is not None and "v" in previous else 1
             plan = plan_state(None, None, snapshot.state, self._checkpoint_every)
             name, chunks = self._blob(snapshot.snapshot_id, plan)
             recipe = plan.recipe(name, len(chunks))
-            record = self._record(snapshot, recipe)
-            attributes = self._record_attributes(record, expires)
             requests += [
                 {"PutRequest": {"Item": p}} for p in self._part_items(tenant, session_id, name, chunks, expires)
             ]
-            requests.append(
-                {
-                    "PutRequest": {
-                        "Item": {
-                            **keys.snapshot_key(tenant, snapshot.snapshot_id),
-                            **attributes,
-                            **self._status_attribute(snapshot),
-                        }
-                    }
-                }
-            )
-            requests.append(
-                {
-                    "PutRequest": {
-                        "Item": {**keys.member_key(tenant, session_id, snapshot.snapshot_id), **kept, **attributes}
-                    }
-                }
-            )
+            item = {
+                **keys.snapshot_key(tenant, snapshot.snapshot_id),
+                **kept,
+                **self._record_attributes(self._record(snapshot, recipe), expires),
+                **self._status_attribute(snapshot),
+                **({"v": {"N": str(version)}} if version > 1 else {}),
+            }
+            requests.append({"PutRequest": {"Item": item}})
             touched.add(session_id)
-            written.add(snapshot.snapshot_id)
+            added.setdefault(session_id, []).append(snapshot.snapshot_id)
             count += 1
             if len(requests) >= MAX_BATCH_WRITE * 4:
                 self._batch_write(_dedupe(requests))
                 requests = []
         self._batch_write(_dedupe(requests))
-        self._forget(tenant, written)
+        self._forget(tenant, [i for ids in added.values() for i in ids])
         for session_id in sorted(touched):
-            self._recompute_leaf(tenant, session_id)
+            self._recompute_head(tenant, session_id, added.get(session_id, []))
         return count
 
     def _session_of_item(self, tenant: str, item: dict[str, Any] | None, snapshot_id: str) -> str | None:
@@ -976,49 +1099,89 @@ class DynamoDBSessionStore:
         except GenkitError:  # restoring over corrupt data replaces it
             return None
 
-    def _recompute_leaf(self, tenant: str, session_id: str) -> None:
+    def _recompute_head(self, tenant: str, session_id: str, added: list[str]) -> None:
+        """Rewrite a session's head and member pages from its snapshot items (after a restore): the leaf
+        is the most recently created snapshot without children. New pages go first and old ones last, so
+        a failure part-way leaves every id listed (some twice) and running the restore again mends it."""
         rows = self._query_session(tenant, session_id)
-        members = [r for r in rows if r["sk"]["S"].startswith(keys.MEMBER_PREFIX)]
-        rows_by_id = {r["sk"]["S"][len(keys.MEMBER_PREFIX) :]: r for r in members}
-        leaf_snapshot = leaf_of(self._decode_item(tenant, r, i)[0] for i, r in rows_by_id.items())
+        old_pages = [r for r in rows if r["sk"]["S"].startswith(keys.PAGE_PREFIX)]
+        members = self._members(tenant, session_id, dict.fromkeys([*_member_ids(rows), *added]))
+        self._see_head(tenant, session_id, None)
         if not members:
             self._call("DeleteItem", Key=keys.head_key(tenant, session_id))
+            self._batch_write([{"DeleteRequest": {"Key": {"pk": r["pk"], "sk": r["sk"]}}} for r in old_pages])
             return
-        if leaf_snapshot is None:  # every snapshot has a child: the parent chain is cyclic
-            cyclic = {
-                **keys.head_key(tenant, session_id),
-                "cyc": {"N": str(len(members))},
-                "hv": {"S": os.urandom(8).hex()},
-            }
-            self._call("PutItem", Item=cyclic)
-            return
-        leaf_id = leaf_snapshot.snapshot_id
-        leaf = rows_by_id[leaf_id]
-        _, recipe = self._decode_item(tenant, leaf, leaf_id)
-        expires = int(leaf["exp"]["N"]) if "exp" in leaf else None
-        created_at = leaf_snapshot.created_at
-        self._call("PutItem", Item=self._head_item(tenant, session_id, leaf_id, created_at, recipe, expires))
-
-
-def _member_update(table: str, key: dict[str, Any], attributes: dict[str, Any]) -> dict[str, Any]:
-    """A transaction action rewriting a membership row's record while keeping its inline blobs."""
-    names = {f"#a{i}": name for i, name in enumerate(attributes)}
-    values = {f":a{i}": value for i, value in enumerate(attributes.values())}
-    update = "SET " + ", ".join(f"#a{i} = :a{i}" for i in range(len(attributes)))
-    return {
-        "Update": {
-            "TableName": table,
-            "Key": key,
-            "UpdateExpression": update,
-            "ExpressionAttributeNames": names,
-            "ExpressionAttributeValues": values,
+        decoded = {i: self._decode_item(tenant, item, i) for i, item in members.items()}
+        ids = list(members)
+        head_ids, paged = ids[-self._head_ids :], ids[: -self._head_ids]
+        head: dict[str, Any] = {
+            **keys.head_key(tenant, session_id),
+            "hv": {"S": os.urandom(8).hex()},
+            "ids": _id_list(head_ids),
         }
-    }
+        leaf_snapshot = leaf_of(envelope for envelope, _ in decoded.values())
+        if leaf_snapshot is None:  # every snapshot has a child: the parent chain is cyclic
+            head["cyc"] = {"N": str(len(members))}
+            expires = None
+        else:
+            leaf_id = leaf_snapshot.snapshot_id
+            leaf = members[leaf_id]
+            expires = int(leaf["exp"]["N"]) if "exp" in leaf else None
+            head["leaf"] = {"S": leaf_id}
+            head["lc"] = {"S": leaf_snapshot.created_at}
+            head["rc"] = {"B": compress(decoded[leaf_id][1].to_json())}
+        if expires is not None:
+            head["exp"] = {"N": str(expires)}
+        pages = []
+        for start in range(0, len(paged), 1000):
+            page = {
+                **keys.page_key(tenant, session_id, os.urandom(8).hex()),
+                "ids": _id_list(paged[start : start + 1000]),
+            }
+            if expires is not None:
+                page["exp"] = {"N": str(expires)}
+            pages.append({"PutRequest": {"Item": page}})
+        self._batch_write(pages)
+        self._call("PutItem", Item=head)
+        self._batch_write([{"DeleteRequest": {"Key": {"pk": r["pk"], "sk": r["sk"]}}} for r in old_pages])
+
+
+def _put(table: str, item: dict[str, Any], condition: str, values: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A conditional Put transaction action."""
+    put: dict[str, Any] = {"TableName": table, "Item": item, "ConditionExpression": condition}
+    if values:
+        put["ExpressionAttributeValues"] = values
+    return {"Put": put}
+
+
+def _id_list(ids: Iterable[str]) -> dict[str, Any]:
+    """Member ids as a string set: one attribute value, however many ids."""
+    return {"SS": list(ids)}
+
+
+def _member_ids(rows: Iterable[dict[str, Any]]) -> list[str]:
+    """The snapshot ids a session's member pages and head name, each once, oldest page first."""
+    ordered = sorted(
+        (r for r in rows if "ids" in r),
+        key=lambda r: (r["sk"]["S"] == keys.HEAD_SK, r["sk"]["S"]),
+    )
+    return list(dict.fromkeys(i for r in ordered for i in r["ids"]["SS"]))
 
 
 def _status_history(item: dict[str, Any]) -> tuple[str, ...]:
-    """The status history an item carries (``sh``), oldest first."""
-    return tuple(entry["S"] for entry in item.get("sh", {}).get("L", ()))
+    """Every status a snapshot item has had, oldest first: ``sh`` once it changed, else just ``st``."""
+    if "sh" in item:
+        return tuple(entry["S"] for entry in item["sh"]["L"])
+    return (item["st"]["S"],) if "st" in item else ()
+
+
+def _action_size(action: dict[str, Any]) -> int:
+    """What a transaction action counts toward the 4 MB limit, with room for its expressions."""
+    kind, request = next(iter(action.items()))
+    if kind == "Put":
+        return item_size(request["Item"]) + 512
+    values = request.get("ExpressionAttributeValues", {})
+    return item_size(request["Key"]) + sum(_value_size(v) for v in values.values()) + 512
 
 
 def _definitely_not_applied(error: BaseException) -> bool:

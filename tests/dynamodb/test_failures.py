@@ -19,7 +19,7 @@ from botocore.exceptions import EndpointConnectionError, ReadTimeoutError
 from genkit_sessions import AgentInit, GenkitError, Message, SessionResolver, SessionSnapshot, Status
 from genkit_sessions.dynamodb import DynamoDBSessionStore
 from genkit_sessions.dynamodb._codec import Recipe, decompress
-from genkit_sessions.dynamodb._keys import BLOB_PREFIX, MEMBER_PREFIX, SEP
+from genkit_sessions.dynamodb._keys import BLOB_PREFIX, SEP, SNAPSHOT_SK
 from tests.dynamodb.helpers import cold, noise, save_new, scan, state_of
 from tests.dynamodb_backends import client_error, guard_of
 
@@ -29,7 +29,7 @@ StoreFactory = Any
 def _referenced_blobs(store: DynamoDBSessionStore) -> set[str]:
     names: set[str] = set()
     for item in scan(store):
-        if item["sk"]["S"] == "s" or item["sk"]["S"].startswith(MEMBER_PREFIX):
+        if item["sk"]["S"] == SNAPSHOT_SK:
             recipe = Recipe.from_json(decompress(bytes(item["rec"]["B"]))["r"])
             names.update(name for name, _ in recipe.refs)
     return names
@@ -227,9 +227,13 @@ def test_a_save_that_keeps_losing_races_is_aborted_after_bounded_attempts(make_d
         CancellationReasons=[{"Code": "ConditionalCheckFailed"}, {"Code": "None"}],
     )
 
-    def always(op: str, params: dict[str, Any]) -> None:
+    refused = client_error("ConditionalCheckFailedException", "The conditional request failed", "UpdateItem")
+
+    def always(op: str, params: dict[str, Any]) -> None:  # a transaction, or a lone conditional write
         if op == "TransactWriteItems":
             raise conflict
+        if op == "UpdateItem":
+            raise refused
 
     guard_of(store).faults.append(always)
     guard_of(store).reset()
@@ -243,7 +247,7 @@ def test_a_save_that_keeps_losing_races_is_aborted_after_bounded_attempts(make_d
         store.save_snapshot("a", finish)
     assert caught.value.status == Status.ABORTED
     assert len(runs) == 3
-    assert guard_of(store).calls["TransactWriteItems"] == 3
+    assert guard_of(store).calls["UpdateItem"] == 3  # one conditional write per attempt
 
 
 def test_racing_writers_from_threads_lose_nothing_and_leave_no_orphan_without_expiry(make_dynamo: StoreFactory) -> None:
@@ -293,10 +297,10 @@ def test_racing_writers_from_threads_lose_nothing_and_leave_no_orphan_without_ex
 def test_corrupt_stored_data_is_data_loss_for_the_resolver(make_dynamo: StoreFactory) -> None:
     store = make_dynamo()
     save_new(store, "a", state_of("s", ["hello"]))
-    for item in scan(store):  # every blob, whether a part item or inline in a membership row
+    for item in scan(store):  # every blob, whether a part item or inline in a snapshot item
         if item["sk"]["S"].startswith(BLOB_PREFIX):
             store.client.put_item(TableName=store.table_name, Item={**item, "d": {"B": b"\x01garbage"}})
-        if item["sk"]["S"].startswith(MEMBER_PREFIX):
+        if item["sk"]["S"] == SNAPSHOT_SK:
             inline = {k: {"B": b"\x01garbage"} for k in item if k.startswith("x")}
             store.client.put_item(TableName=store.table_name, Item={**item, **inline})
     reader = cold(store)

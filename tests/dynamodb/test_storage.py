@@ -11,9 +11,9 @@ from typing import Any
 import attrs
 import pytest
 
-from genkit_sessions import AgentInit, Message, SessionResolver, SessionSnapshot, SessionState
+from genkit_sessions import AgentInit, GenkitError, Message, SessionResolver, SessionSnapshot, SessionState, Status
 from genkit_sessions.dynamodb import DynamoDBSessionStore
-from genkit_sessions.dynamodb._keys import BLOB_PREFIX
+from genkit_sessions.dynamodb._keys import BLOB_PREFIX, PAGE_PREFIX, SEP, SNAPSHOT_SK
 from tests.dynamodb.helpers import cold, noise, prose, save_new, scan, state_of
 from tests.dynamodb_backends import guard_of
 
@@ -274,14 +274,14 @@ def test_listing_a_session_larger_than_a_query_page_follows_the_pages(make_dynam
     assert listed[-1] == parent
 
 
-def test_finishing_a_pending_turn_this_store_saved_costs_one_transaction(make_dynamo: StoreFactory) -> None:
+def test_finishing_a_pending_turn_this_store_saved_costs_one_conditional_write(make_dynamo: StoreFactory) -> None:
     store = make_dynamo()
     store.save_snapshot("a", lambda _: SessionSnapshot(snapshot_id="a", session_id="s", status="pending"))
     guard = guard_of(store)
     guard.reset()
     done = store.save_snapshot("a", lambda current: attrs.evolve(current, status="completed"))
     assert done is not None and done.status == "completed"
-    assert dict(guard.calls) == {"TransactWriteItems": 1}
+    assert dict(guard.calls) == {"UpdateItem": 1}
 
 
 def test_a_wrong_guess_never_lands_and_the_mutator_sees_what_is_stored(make_dynamo: StoreFactory) -> None:
@@ -326,3 +326,139 @@ def test_a_watcher_polling_slower_than_the_changes_still_sees_every_status(make_
         return seen
 
     assert asyncio.run(scenario()) == ["pending", "aborting", "aborted"]
+
+
+def _members_named(store: DynamoDBSessionStore, session_id: str) -> tuple[list[str], set[str]]:
+    """The member pages of a session (their sort keys) and every id its head and pages name."""
+    pages, ids = [], set()
+    for item in scan(store):
+        if "ids" in item and item["pk"]["S"].endswith(SEP + session_id):
+            ids.update(item["ids"]["SS"])
+            if item["sk"]["S"].startswith(PAGE_PREFIX):
+                pages.append(item["sk"]["S"])
+    return pages, ids
+
+
+def test_a_session_longer_than_its_head_moves_ids_to_member_pages_inside_the_save(make_dynamo: StoreFactory) -> None:
+    store = make_dynamo(head_ids=3)
+    guard = guard_of(store)
+    ids: list[str] = []
+    parent: SessionSnapshot | None = None
+    for turn in range(10):  # every turn resumes on a cold store, as a new process would
+        turn_store = cold(store, head_ids=3)
+        parent = turn_store.get_snapshot(session_id="s")
+        base = parent.state if parent is not None and parent.state is not None else state_of("s", [])
+        guard.reset()
+        saved = save_new(turn_store, f"t{turn}", attrs.evolve(base, custom={"turn": turn}), ids[-1] if ids else None)
+        assert dict(guard.calls) == {"TransactWriteItems": 1}, f"turn {turn}"
+        ids.append(saved.snapshot_id)
+    pages, named = _members_named(store, "s")
+    assert len(pages) == 3 and named == set(ids)
+    reader = cold(store)
+    assert [s.snapshot_id for s in reader.list_snapshots("s")] == ids
+    leaf = reader.get_snapshot(session_id="s")
+    assert leaf is not None and leaf.snapshot_id == "t9" and leaf.state is not None and leaf.state.custom == {"turn": 9}
+    assert reader.delete_session("s") == 10
+    assert scan(store) == []
+
+
+def test_a_writer_that_never_read_the_head_still_pages_a_full_one(make_dynamo: StoreFactory) -> None:
+    store = make_dynamo(head_ids=3)
+    ids = _chat(store, "s", 3)  # the head is full
+    stranger = cold(store, head_ids=3)  # reads the parent, never the head: its commit is conditioned blind
+    parent = stranger.get_snapshot(snapshot_id=ids[-1])
+    assert parent is not None and parent.state is not None
+    child = save_new(stranger, "blind", parent.state, parent.snapshot_id)
+    pages, named = _members_named(store, "s")
+    assert len(pages) == 1 and named == {*ids, "blind"}
+    assert cold(store).get_snapshot(session_id="s") == child
+    assert [s.snapshot_id for s in cold(store).list_snapshots("s")] == [*ids, "blind"]
+
+
+def test_deleting_a_session_while_a_writer_moves_its_head_reads_it_again(
+    make_dynamo: StoreFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = make_dynamo(head_ids=2)
+    ids = _chat(store, "s", 3)
+    writer = cold(store, head_ids=2)
+    query = store._query_session
+    late: list[str] = []
+
+    def query_then_a_writer_lands(*args: Any, **kwargs: Any) -> Any:
+        rows = query(*args, **kwargs)
+        if not late:  # between the deleter's read and its deletion of the head
+            parent = writer.get_snapshot(session_id="s")
+            assert parent is not None and parent.state is not None
+            late.append(save_new(writer, "late", parent.state, parent.snapshot_id).snapshot_id)
+        return rows
+
+    monkeypatch.setattr(store, "_query_session", query_then_a_writer_lands)
+    assert store.delete_session("s") == len(ids) + 1  # the late child was not missed
+    assert scan(store) == []
+
+
+def test_deleting_a_session_that_never_stops_changing_is_aborted_with_nothing_lost(
+    make_dynamo: StoreFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = make_dynamo()
+    ids = _chat(store, "s", 2)
+    writer = cold(store)
+    query = store._query_session
+
+    def query_then_a_writer_lands(*args: Any, **kwargs: Any) -> Any:
+        rows = query(*args, **kwargs)
+        parent = writer.get_snapshot(session_id="s")
+        assert parent is not None and parent.state is not None
+        ids.append(save_new(writer, f"late-{len(ids)}", parent.state, parent.snapshot_id).snapshot_id)
+        return rows
+
+    monkeypatch.setattr(store, "_query_session", query_then_a_writer_lands)
+    with pytest.raises(GenkitError) as caught:
+        store.delete_session("s")
+    assert caught.value.status == Status.ABORTED and "stop its writers" in caught.value.message
+    assert [s.snapshot_id for s in cold(store).list_snapshots("s")] == ids
+
+
+def test_completed_snapshots_carry_no_status_or_version_attributes_until_they_change(
+    make_dynamo: StoreFactory,
+) -> None:
+    store = make_dynamo()
+    save_new(store, "done", state_of("s", ["hi"]))
+    save_new(store, "running", state_of("s", ["hi", "there"]), "done", status="pending")
+    items = {i["pk"]["S"].rpartition(SEP)[2]: i for i in scan(store) if i["sk"]["S"] == SNAPSHOT_SK}
+    assert {"st", "sh", "v"}.isdisjoint(items["done"])
+    assert items["running"]["st"] == {"S": "pending"} and {"sh", "v"}.isdisjoint(items["running"])
+    assert store.abort_snapshot("running") == "pending"
+    assert cold(store).abort_snapshot("running") == "aborted"  # a second writer, on what is stored
+    item = next(i for i in scan(store) if i["pk"]["S"].endswith(SEP + "running"))
+    assert item["st"] == {"S": "aborted"} and item["v"] == {"N": "2"}
+    assert [s["S"] for s in item["sh"]["L"]] == ["pending", "aborted"]
+
+
+def test_restoring_more_snapshots_than_a_head_holds_lists_and_resumes_them_all(make_dynamo: StoreFactory) -> None:
+    source = make_dynamo()
+    _chat(source, "s", 7)
+    snapshots = source.list_snapshots("s")
+    target = make_dynamo(head_ids=3)
+    assert target.restore_snapshots(snapshots) == 7
+    pages, named = _members_named(target, "s")
+    assert pages and named == {s.snapshot_id for s in snapshots}
+    reader = cold(target, head_ids=3)
+    assert list(reader.list_snapshots("s")) == list(snapshots)
+    assert reader.get_snapshot(session_id="s") == snapshots[-1]
+    child = save_new(reader, "next", state_of("s", ["x"]), snapshots[-1].snapshot_id)
+    assert cold(target).get_snapshot(session_id="s") == child
+
+
+def test_a_writer_holding_an_old_head_version_cannot_drop_an_id_another_writer_added(
+    make_dynamo: StoreFactory,
+) -> None:
+    store = make_dynamo()
+    root = save_new(store, "root", state_of("s", ["hi"]))  # this store now knows the head's version
+    stranger = cold(store)
+    assert stranger.get_snapshot(snapshot_id="root") == root  # it never read the head: it adds its id blind
+    save_new(stranger, "x", state_of("s", ["hi", "x"]), "root")
+    save_new(store, "y", state_of("s", ["hi", "y"]), "root")  # conditioned on the version it saw, now gone
+    _, named = _members_named(store, "s")
+    assert named == {"root", "x", "y"}
+    assert {s.snapshot_id for s in cold(store).list_snapshots("s")} == {"root", "x", "y"}
