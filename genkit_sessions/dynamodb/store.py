@@ -54,7 +54,7 @@ from genkit_sessions.errors import GenkitError, Reason, Status
 from genkit_sessions.model.clock import Clock, MonotonicStamper, utc_now
 from genkit_sessions.model.ids import validate_id
 from genkit_sessions.model.types import Message, SessionSnapshot, SessionState, SnapshotStatus
-from genkit_sessions.model.wire import from_wire, to_wire
+from genkit_sessions.model.wire import from_wire, messages_from_wire, to_wire
 from genkit_sessions.stores.protocol import Context, Mutator, TenantFn
 from genkit_sessions.stores.write_rules import (
     abort_through,
@@ -421,7 +421,7 @@ class DynamoDBSessionStore:
                 return memo[names[index]]
             if not isinstance(wire, list):
                 raise CorruptData("a message list is not an array")
-            messages = tuple(from_wire(Message, m) for m in wire)
+            messages = messages_from_wire(wire)
             if memo is not None:
                 memo[names[index]] = messages
             return messages

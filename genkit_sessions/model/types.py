@@ -97,13 +97,17 @@ class Role(str, enum.Enum):
         return self.value
 
 
+_NOTHING = FrozenDict()
+"""The empty mapping every object without unknown keys shares (it is immutable)."""
+
+
 def _frozen_mapping(value: Mapping[str, Any] | None) -> FrozenDict:
-    return FrozenDict() if not value else freeze(value)
+    return _NOTHING if not value else freeze(value)
 
 
 def _extra() -> Any:
     """Wire keys this version does not know, kept verbatim for the round trip."""
-    return attrs.field(factory=FrozenDict, converter=_frozen_mapping, kw_only=True, repr=False)
+    return attrs.field(default=_NOTHING, converter=_frozen_mapping, kw_only=True, repr=False)
 
 
 def _json(default: Any = None) -> Any:

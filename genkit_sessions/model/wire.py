@@ -36,6 +36,7 @@ from genkit_sessions.model.types import (
     DataPart,
     FinishReason,
     MediaPart,
+    Message,
     Part,
     ReasoningPart,
     ResourcePart,
@@ -48,7 +49,7 @@ from genkit_sessions.model.types import (
     UnknownPart,
 )
 
-__all__ = ["converter", "from_wire", "to_wire"]
+__all__ = ["converter", "from_wire", "messages_from_wire", "to_wire"]
 
 T = TypeVar("T")
 
@@ -260,6 +261,33 @@ converter.register_unstructure_hook(
 def to_wire(obj: Any) -> Any:
     """Encode a model object as Genkit's camelCase JSON (plain dicts and lists)."""
     return converter.unstructure(obj)
+
+
+_ROLES = {role.value: role for role in Role}
+
+
+def messages_from_wire(data: list[Any]) -> tuple[Message, ...]:
+    """Decode a JSON array of messages, as ``from_wire(Message, m)`` does for each.
+
+    A message that is a role and text parts only (most of a chat history) is
+    built directly, skipping the converter; anything else goes through it, so
+    the result and the errors are exactly those of :func:`from_wire`.
+    """
+    return tuple(_plain_text_message(m) or from_wire(Message, m) for m in data)
+
+
+def _plain_text_message(data: Any) -> Message | None:
+    if type(data) is not dict or data.keys() != {"role", "content"}:
+        return None
+    role, content = data["role"], data["content"]
+    if type(role) is not str or role not in _ROLES or type(content) is not list:
+        return None
+    parts = []
+    for part in content:
+        if type(part) is not dict or len(part) != 1 or type(part.get("text")) is not str:
+            return None
+        parts.append(TextPart(part["text"]))
+    return Message(_ROLES[role], tuple(parts))
 
 
 def from_wire(cls: type[T], data: Any) -> T:

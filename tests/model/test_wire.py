@@ -35,6 +35,7 @@ from genkit_sessions import (
     from_wire,
     to_wire,
 )
+from genkit_sessions.model.wire import messages_from_wire
 
 # --- strategies ---------------------------------------------------------------------------------
 
@@ -579,3 +580,36 @@ def test_id_limits_are_not_the_wire_layers_job_but_the_resolver_rejects_them(bad
     assert to_wire(init) == {"sessionId": bad_id}
     error = invalid(lambda: SessionResolver.resolve(InMemorySessionStore(), True, init))
     assert error.status == "INVALID_ARGUMENT" and error.reason == "INVALID_SESSION_ID"
+
+
+plain_text_messages = st.builds(
+    lambda role, texts: {"role": role, "content": [{"text": t} for t in texts]},
+    st.sampled_from(ROLES),
+    st.lists(short_text, max_size=3),
+)
+"""Messages the fast decoding path takes: a role and text parts, nothing else."""
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(plain_text_messages | messages(unknown=True), max_size=6))
+def test_decoding_a_message_list_builds_exactly_what_decoding_each_message_builds(data: list[dict[str, Any]]) -> None:
+    decoded = messages_from_wire(data)
+    assert decoded == tuple(from_wire(Message, m) for m in data)
+    assert same_json([to_wire(m) for m in decoded], data)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"role": "narrator", "content": [{"text": "x"}]},
+        {"role": "user", "content": {"text": "x"}},
+        {"role": "user", "content": [{"text": 3}]},
+        {"role": 1, "content": []},
+    ],
+)
+def test_a_message_list_with_a_bad_message_fails_as_decoding_that_message_fails(message: dict[str, Any]) -> None:
+    with pytest.raises(GenkitError) as one:
+        from_wire(Message, message)
+    with pytest.raises(GenkitError) as listed:
+        messages_from_wire([{"role": "user", "content": [{"text": "fine"}]}, message])
+    assert listed.value.message == one.value.message
