@@ -14,9 +14,12 @@ payload is a JSON object with
 - ``"h"``: whether the state has a ``messages`` key at all.
 
 A snapshot normally adds one small *delta* blob to its parent's recipe. Every
-``checkpoint_every`` deltas, the trailing deltas are folded into one *page*
-holding just the messages appended since the previous page plus the full rest,
-so no message is ever written more than twice and a recipe stays short.
+``checkpoint_every`` deltas, the trailing deltas are folded into one *page* of
+level 1 holding just the messages appended since the previous page plus the
+full rest; every ``checkpoint_every`` pages of level 1 are folded the same way
+into a page of level 2. So no message is written more than three times, and a
+recipe stays short: a read of a long chat fetches its level-2 pages and at most
+``checkpoint_every - 1`` pages of level 1 and deltas each.
 """
 
 from __future__ import annotations
@@ -165,42 +168,52 @@ def _apply(doc: Any, kind: Any, path: list[Any], value: Any, depth: int) -> Any:
 
 @attrs.frozen
 class Recipe:
-    """How to rebuild a state: blob references in fold order, and how many messages its pages hold.
+    """How to rebuild a state: blob references in fold order, with each blob's level and message count.
 
-    ``refs`` are ``(name, parts)`` pairs; a name starting with ``c`` (after the
-    owner prefix) is a page, ``d`` a delta. ``base`` is the message count the
-    pages produce, or None when the recipe starts from a full (``"m"``) blob.
+    ``refs`` are ``(name, parts)`` pairs. ``levels`` gives each blob's level:
+    0 for a delta, 1 or more for a page (a page of level ``k`` folds
+    ``checkpoint_every`` blobs of level ``k - 1``). Levels never increase along
+    the recipe. ``ends`` gives the message count once each blob is applied.
     """
 
     refs: tuple[tuple[str, int], ...] = ()
-    base: int | None = None
-    deltas: int = 0
+    levels: tuple[int, ...] = ()
+    ends: tuple[int, ...] = ()
 
     def to_json(self) -> list[Any]:
-        return [[list(ref) for ref in self.refs], self.base, self.deltas]
+        return [[list(ref) for ref in self.refs], list(self.levels), list(self.ends)]
 
     @classmethod
     def from_json(cls, data: Any) -> Recipe:
         try:
-            refs, base, deltas = data
-            return cls(tuple((str(n), int(p)) for n, p in refs), None if base is None else int(base), int(deltas))
+            refs, levels, ends = data
+            recipe = cls(
+                tuple((str(n), int(p)) for n, p in refs), tuple(int(v) for v in levels), tuple(int(e) for e in ends)
+            )
         except (TypeError, ValueError) as exc:
             raise CorruptData(f"malformed recipe: {exc}") from None
+        if not len(recipe.refs) == len(recipe.levels) == len(recipe.ends):
+            raise CorruptData("malformed recipe: refs, levels and ends differ in length")
+        return recipe
 
 
 @attrs.frozen
 class Plan:
-    """What one write stores: a payload (a page when ``is_page``) and the resulting recipe, minus its own ref."""
+    """What one write stores: a payload at ``level`` (0: a delta; more: a page) and the refs it keeps."""
 
     payload: dict[str, Any]
-    is_page: bool
-    keep: tuple[tuple[str, int], ...]
-    base: int | None
-    deltas: int
+    level: int
+    keep: Recipe
+    end: int
+
+    @property
+    def is_page(self) -> bool:
+        return self.level > 0
 
     def recipe(self, name: str, parts: int) -> Recipe:
         """The recipe once the payload is stored under ``name`` in ``parts`` parts."""
-        return Recipe((*self.keep, (name, parts)), self.base, self.deltas)
+        keep = self.keep
+        return Recipe((*keep.refs, (name, parts)), (*keep.levels, self.level), (*keep.ends, self.end))
 
 
 def _rest(state: SessionState) -> Any:
@@ -222,20 +235,43 @@ def _appended(old: tuple[Message, ...], new: tuple[Message, ...]) -> tuple[Messa
     return new[len(old) :]
 
 
+def _carry(levels: tuple[int, ...], every: int, top: int) -> tuple[int, int]:
+    """Where a new blob goes: ``(level, kept)``, keeping the first ``kept`` refs.
+
+    Like adding one in base ``every``: a new delta that would make ``every`` in a
+    row becomes a page of level 1 replacing them, which may in turn complete
+    ``every`` pages of level 1, and so on up to level ``top``.
+    """
+    kept, level = len(levels), 0
+    while level < top:
+        run = 0
+        while run < kept and levels[kept - 1 - run] == level:
+            run += 1
+        if run + 1 < every:
+            break
+        kept -= run
+        level += 1
+    return level, kept
+
+
 def plan_state(
     previous: SessionState | None,
     previous_recipe: Recipe | None,
     state: SessionState | None,
     checkpoint_every: int,
     max_pages: int = 48,
+    levels: int = 2,
 ) -> Plan:
     """Plan the blob that stores ``state`` on top of ``previous`` (its parent's, or its own older
     state), whose recipe is ``previous_recipe`` (None: start from scratch).
 
-    A checkpoint whose recipe already holds ``max_pages`` pages rewrites the
-    whole state as one page, so a read never needs more than a bounded number of items."""
+    Pages have up to ``levels`` levels, so a message is written at most
+    ``levels + 1`` times and a recipe holds at most ``checkpoint_every - 1``
+    blobs per level below the top. When the top level already holds
+    ``max_pages`` pages, the page rewrites the whole state, so a read never needs
+    more than a bounded number of items."""
     if state is None:
-        return Plan({"n": 1}, False, (), None, 0)
+        return Plan({"n": 1}, 0, Recipe(), 0)
     messages = state.message_list
     has = state.messages is not None
     rest = _rest(state)
@@ -243,16 +279,16 @@ def plan_state(
     if previous is not None and previous_recipe is not None and previous_recipe.refs:
         added = _appended(previous.message_list, messages)
     if added is None or previous is None or previous_recipe is None:
-        payload = {"m": [to_wire(m) for m in messages], "r": rest, "h": has}
-        return Plan(payload, False, (), None, 1)
-    if previous_recipe.deltas + 1 >= checkpoint_every:
-        pages = previous_recipe.refs[: len(previous_recipe.refs) - previous_recipe.deltas]
-        if previous_recipe.base is None or not pages or len(pages) >= max_pages:
-            return Plan({"m": [to_wire(m) for m in messages], "r": rest, "h": has}, True, (), len(messages), 0)
-        since = messages[previous_recipe.base :]
-        return Plan({"a": [to_wire(m) for m in since], "r": rest, "h": has}, True, pages, len(messages), 0)
-    payload = {"a": [to_wire(m) for m in added], "p": diff(_rest(previous), rest), "h": has}
-    return Plan(payload, False, previous_recipe.refs, previous_recipe.base, previous_recipe.deltas + 1)
+        return Plan({"m": [to_wire(m) for m in messages], "r": rest, "h": has}, 0, Recipe(), len(messages))
+    level, kept = _carry(previous_recipe.levels, max(checkpoint_every, 2), levels)
+    if level == 0:
+        payload = {"a": [to_wire(m) for m in added], "p": diff(_rest(previous), rest), "h": has}
+        return Plan(payload, 0, previous_recipe, len(messages))
+    keep = Recipe(previous_recipe.refs[:kept], previous_recipe.levels[:kept], previous_recipe.ends[:kept])
+    if not kept or keep.levels.count(levels) >= max_pages:
+        return Plan({"m": [to_wire(m) for m in messages], "r": rest, "h": has}, level, Recipe(), len(messages))
+    since = messages[keep.ends[-1] :]
+    return Plan({"a": [to_wire(m) for m in since], "r": rest, "h": has}, level, keep, len(messages))
 
 
 def fold(payloads: Sequence[Any], decode_messages: Any) -> SessionState | None:

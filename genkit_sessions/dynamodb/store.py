@@ -8,7 +8,9 @@ short version:
   a read hint, and the ids of the newest members; older ids move to member
   pages), and large blobs cut into parts, in the session's partition;
 - each snapshot stores a delta from its parent; every ``checkpoint_every``
-  deltas a page folds them, so content written once is written at most twice;
+  deltas a page folds them, and every ``checkpoint_every`` pages a page of the
+  next level folds those, so content is written at most three times and a
+  read fetches few blobs;
 - a new snapshot is one ``TransactWriteItems`` of two actions (its item, and
   the head compare-and-set); blobs too big for one transaction are written
   first under an orphan TTL, made permanent, and then committed by the
@@ -144,8 +146,9 @@ class DynamoDBSessionStore:
     errors with backoff before the store sees them.
 
     Options: ``tenant_of`` maps a request context to a tenant key (a key
-    prefix); ``clock`` is the time source; ``checkpoint_every`` (25) is how many
-    deltas a page folds; ``ttl`` gives every item of a session tree one expiry,
+    prefix); ``clock`` is the time source; ``checkpoint_every`` (5) is how many
+    deltas a page folds, and how many pages a page of the next level folds
+    (so pages hold 5 and 25 turns); ``ttl`` gives every item of a session tree one expiry,
     counted from its root snapshot; ``orphan_ttl`` (1 day) is the expiry of
     blob parts written ahead of a commit; ``max_attempts`` (8) bounds retries
     of a contended save before ABORTED; ``executor_workers`` (8) bounds the
@@ -166,7 +169,7 @@ class DynamoDBSessionStore:
         max_retries: int = 5,
         tenant_of: TenantFn = default_tenant,
         clock: Clock = utc_now,
-        checkpoint_every: int = 25,
+        checkpoint_every: int = 5,
         ttl: timedelta | None = None,
         orphan_ttl: timedelta = timedelta(days=1),
         max_attempts: int = 8,
@@ -179,8 +182,8 @@ class DynamoDBSessionStore:
     ) -> None:
         if not table_name or not isinstance(table_name, str):
             raise GenkitError(Status.INVALID_ARGUMENT, "table_name must be a non-empty string naming the table")
-        if checkpoint_every < 1:
-            raise GenkitError(Status.INVALID_ARGUMENT, f"checkpoint_every must be at least 1, got {checkpoint_every}")
+        if checkpoint_every < 2:
+            raise GenkitError(Status.INVALID_ARGUMENT, f"checkpoint_every must be at least 2, got {checkpoint_every}")
         if not 1_000 <= chunk_bytes <= 390_000:
             raise GenkitError(
                 Status.INVALID_ARGUMENT, "chunk_bytes must be between 1000 and 390000 (items cap at 400 KB)"
