@@ -993,7 +993,7 @@ class DynamoDBSessionStore:
 
     def _statuses(self, tenant: str, snapshot_id: str) -> list[SnapshotStatus] | None:
         """Every status the snapshot has had, oldest first; None when it does not exist."""
-        item = self._get_item(keys.snapshot_key(tenant, snapshot_id), "st, sh")
+        item = self._get_item(keys.snapshot_key(tenant, snapshot_id), "pk, st, sh")  # pk: never an empty answer
         if item is None:
             return None
         names = _status_history(item) or (SnapshotStatus.COMPLETED.value,)
