@@ -251,7 +251,8 @@ def test_a_save_that_keeps_losing_races_is_aborted_after_bounded_attempts(make_d
 
 
 def test_racing_writers_from_threads_lose_nothing_and_leave_no_orphan_without_expiry(make_dynamo: StoreFactory) -> None:
-    store = make_dynamo(chunk_bytes=1000, checkpoint_every=3, max_attempts=50)
+    # head_ids=3: the head moves its ids to member pages many times while the writers race.
+    store = make_dynamo(chunk_bytes=1000, checkpoint_every=3, max_attempts=50, head_ids=3)
     root = save_new(store, "root", state_of("s", ["start"]))
     successes: list[SessionSnapshot] = []
     errors: list[GenkitError] = []
@@ -260,7 +261,7 @@ def test_racing_writers_from_threads_lose_nothing_and_leave_no_orphan_without_ex
     def writer(worker: int) -> None:
         rng = random.Random(worker)
         mine = DynamoDBSessionStore(
-            store.table_name, store.client, chunk_bytes=1000, checkpoint_every=3, max_attempts=50
+            store.table_name, store.client, chunk_bytes=1000, checkpoint_every=3, max_attempts=50, head_ids=3
         )
         for turn in range(4):
             leaf = mine.get_snapshot(session_id="s") or root
