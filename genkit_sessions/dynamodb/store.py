@@ -114,6 +114,11 @@ def _head_of(item: dict[str, Any] | None) -> _Head:
 class _Contention(Exception):
     """A conditional write lost to a concurrent writer: read again and retry."""
 
+    def __init__(self, head: _Head | None = None) -> None:
+        super().__init__()
+        self.head = head
+        """When the race was for the session's head: the head as read after losing it."""
+
 
 def item_size(item: dict[str, Any]) -> int:
     """DynamoDB's size of an item in bytes (attribute names plus values), rounded up slightly."""
@@ -557,6 +562,7 @@ class DynamoDBSessionStore:
         """
         validate_id(snapshot_id, "snapshot_id", Reason.INVALID_SNAPSHOT_ID)
         tenant = tenant_key(self._tenant_of, context)
+        seen_head: _Head | None = None  # the head this save read after losing a race for it
         for attempt in range(self._max_attempts):
             if attempt > 1:
                 time.sleep(random.uniform(0, min(0.5, 0.01 * 2**attempt)))
@@ -570,10 +576,11 @@ class DynamoDBSessionStore:
                 return None
             try:
                 if existing is None:
-                    self._create(tenant, snapshot)
+                    self._create(tenant, snapshot, seen_head)
                 else:
                     self._update(tenant, snapshot, existing)
-            except _Contention:
+            except _Contention as contention:
+                seen_head = contention.head or seen_head
                 continue
             return snapshot
         raise GenkitError(
@@ -604,13 +611,22 @@ class DynamoDBSessionStore:
         return cached if cached is not None else self._read_by_id(tenant, snapshot.parent_id)
 
     def _head_write(
-        self, tenant: str, snapshot: SessionSnapshot, recipe: Recipe, expires: int | None, known: _Head | None
+        self,
+        tenant: str,
+        snapshot: SessionSnapshot,
+        recipe: Recipe,
+        expires: int | None,
+        known: _Head | None,
+        lost_head_race: bool,
     ) -> tuple[list[dict[str, Any]], _Head]:
         """The actions that make a new snapshot its session's leaf, and the head they leave.
 
         The head is the commit's arbiter. When this store knows the head (it read or
         wrote it last), the write replaces it on the condition that it is still
-        exactly that version (or, when there was none, that there still is none).
+        exactly that version (or, when there was none, that there still is none)
+        and, until this save has lost a race for the head, that it does not move
+        back in time (after one, the exact version alone decides, so clock skew
+        between writers cannot starve one).
         The new id joins the head's ids; when the head already holds ``head_ids`` of
         them, they move to a new member page in the same transaction. Otherwise
         the write is an update that must not move the head back in time
@@ -632,7 +648,7 @@ class DynamoDBSessionStore:
         }
         if expires is not None:
             fields["exp"] = {"N": str(expires)}
-        if known is not None and known.ids is not None:
+        if known is not None and known.ids is not None and (known.version is not None or snapshot.parent_id is None):
             actions: list[dict[str, Any]] = []
             ids = (*known.ids, snapshot_id)
             if len(known.ids) >= self._head_ids:
@@ -645,15 +661,19 @@ class DynamoDBSessionStore:
             if known.version is None:
                 put = _put(self.table_name, head, "attribute_not_exists(pk)")
             else:
-                put = _put(self.table_name, head, "hv = :hv", {":hv": {"S": known.version}})
+                values = {":hv": {"S": known.version}}
+                condition = "hv = :hv"
+                if not lost_head_race:
+                    condition += " AND lc < :lc"
+                    values[":lc"] = fields["lc"]
+                put = _put(self.table_name, head, condition, values)
             return [put, *actions], _Head(version, ids)
         values = {f":new_{name}": value for name, value in fields.items()}  # ":hv" is the version seen
         values[":ids"] = _id_list([snapshot_id])
         values[":k"] = {"N": str(self._head_ids)}
         room = "(attribute_not_exists(ids) OR size(ids) < :k)"
-        if known is not None:
-            assert known.version is not None
-            condition = "hv = :hv AND " + room
+        if known is not None and known.version is not None:
+            condition = "hv = :hv AND " + room + ("" if lost_head_race else " AND lc < :new_lc")
             values[":hv"] = {"S": known.version}
         elif snapshot.parent_id is not None:
             condition = "attribute_exists(pk) AND lc < :new_lc AND " + room
@@ -670,7 +690,10 @@ class DynamoDBSessionStore:
         }
         return [update], _Head(version, None)
 
-    def _create(self, tenant: str, snapshot: SessionSnapshot) -> None:
+    def _create(self, tenant: str, snapshot: SessionSnapshot, seen_head: _Head | None) -> None:
+        """Create a snapshot. ``seen_head`` is the head this save read after losing a race for it: the
+        commit is then conditioned on exactly that version (the store's shared memory of the head may
+        be newer than this attempt's createdAt stamp, the head this save read is not)."""
         session_id = snapshot.session_id
         assert session_id is not None
         snapshot_id = snapshot.snapshot_id
@@ -697,21 +720,33 @@ class DynamoDBSessionStore:
         if inline:
             item[keys.inline_attribute(name)] = {"B": parts[0]}
         head_actions, head_after = self._head_write(
-            tenant, snapshot, recipe, expires, self._known_head(tenant, session_id)
+            tenant,
+            snapshot,
+            recipe,
+            expires,
+            seen_head or self._known_head(tenant, session_id),
+            lost_head_race=seen_head is not None,
         )
         actions = [_put(self.table_name, item, "attribute_not_exists(pk)"), *head_actions]
         part_items = [] if inline else self._part_items(tenant, session_id, name, parts, expires)
         try:
             self._commit(actions, part_items, expires)
         except _Cancelled as cancelled:
+            lost: _Head | None = None
             if not cancelled.failed(0):  # a newer leaf landed first, or the session is gone: read its head
                 current = self._get_item(keys.head_key(tenant, session_id), "hv, ids")
-                self._see_head(tenant, session_id, _head_of(current))
+                lost = _head_of(current)
+                self._see_head(tenant, session_id, lost)
                 if current is None and snapshot.parent_id is not None:  # judge S7 on a fresh read of the parent
                     self._forget(tenant, [snapshot.parent_id])
                     fresh = self._parent(tenant, snapshot, fresh=True)
                     check_parent(snapshot, fresh.snapshot if fresh is not None else None)
-            raise _Contention() from None
+                    raise GenkitError(
+                        Status.FAILED_PRECONDITION,
+                        f"session {session_id!r} has no head: it is being deleted, or a deletion stopped part-way; "
+                        "run delete_session again, or restore the session, before adding to it",
+                    ) from None
+            raise _Contention(lost) from None
         except GenkitError:
             self._see_head(tenant, session_id, None)  # the outcome may be unknown: read the head next time
             raise
@@ -934,14 +969,16 @@ class DynamoDBSessionStore:
         return found
 
     def delete_session(self, session_id: str, *, context: Context = None) -> int:
-        """Delete every item of the session (head, member pages, snapshots, blobs); returns how many
+        """Delete every item of the session (snapshots, member pages, blobs, head); returns how many
         snapshots went.
 
-        The head goes first, on the condition that it is the version just read, so
-        no child can land afterwards (a child needs the head) and no id it named is
-        missed; a writer that moved it in between makes the round start again (up
-        to 3 rounds). Not atomic: a failure part-way leaves the session partly
-        deleted, without a head, and running it again finishes the job.
+        The head, which lists the session, goes last, on the condition that it is
+        still the version this round read: a writer that added a snapshot in
+        between makes another round delete that one too (up to 3 rounds, then
+        ABORTED), and once the head is gone no child can land (a child needs the
+        head). Not atomic: a failure part-way leaves the session partly deleted,
+        with its head still listing what is left, and running it again finishes
+        the job.
         """
         validate_id(session_id, "session_id", Reason.INVALID_SESSION_ID)
         tenant = tenant_key(self._tenant_of, context)
@@ -950,36 +987,43 @@ class DynamoDBSessionStore:
             rows = self._query_session(tenant, session_id)
             if not rows:
                 break
-            head = next((r for r in rows if r["sk"]["S"] == keys.HEAD_SK), None)
-            if head is not None:
-                try:
-                    self._write_one(
-                        {
-                            "Delete": {
-                                "TableName": self.table_name,
-                                "Key": keys.head_key(tenant, session_id),
-                                "ConditionExpression": "hv = :hv",
-                                "ExpressionAttributeValues": {":hv": head.get("hv", {"S": ""})},
-                            }
-                        }
-                    )
-                except _Cancelled:
-                    continue  # a writer moved the head since the Query: read again
             members = list(self._members(tenant, session_id, _member_ids(rows)))
-            requests = [{"DeleteRequest": {"Key": keys.snapshot_key(tenant, s)}} for s in members]
-            requests += [
-                {"DeleteRequest": {"Key": {"pk": r["pk"], "sk": r["sk"]}}} for r in rows if r["sk"]["S"] != keys.HEAD_SK
-            ]
-            self._batch_write(requests)
+            # Snapshot items first, then the pages and parts, then the head: until the end, what is
+            # left is still listed.
+            self._batch_write([{"DeleteRequest": {"Key": keys.snapshot_key(tenant, s)}} for s in members])
             deleted.update(members)
             self._forget(tenant, members)
-        else:
-            if self._query_session(tenant, session_id, projection="pk"):
-                raise GenkitError(
-                    Status.ABORTED,
-                    f"session {session_id!r} kept changing under concurrent writers through 3 rounds of deletion "
-                    f"on DynamoDB table {self.table_name!r}; stop its writers, then delete it again",
+            self._batch_write(
+                [
+                    {"DeleteRequest": {"Key": {"pk": r["pk"], "sk": r["sk"]}}}
+                    for r in rows
+                    if r["sk"]["S"] != keys.HEAD_SK
+                ]
+            )
+            head = next((r for r in rows if r["sk"]["S"] == keys.HEAD_SK), None)
+            if head is None:
+                break
+            try:
+                self._write_one(
+                    {
+                        "Delete": {
+                            "TableName": self.table_name,
+                            "Key": keys.head_key(tenant, session_id),
+                            "ConditionExpression": "hv = :hv",
+                            "ExpressionAttributeValues": {":hv": head.get("hv", {"S": ""})},
+                        }
+                    }
                 )
+            except _Cancelled:
+                continue  # a writer moved the head since this round read it: delete what it added
+            break
+        else:
+            raise GenkitError(
+                Status.ABORTED,
+                f"session {session_id!r} kept changing under concurrent writers through 3 rounds of deletion "
+                f"on DynamoDB table {self.table_name!r} ({len(deleted)} snapshot(s) deleted so far); "
+                "stop its writers, then delete it again",
+            )
         self._see_head(tenant, session_id, None)
         return len(deleted)
 

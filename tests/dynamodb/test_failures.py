@@ -310,3 +310,29 @@ def test_corrupt_stored_data_is_data_loss_for_the_resolver(make_dynamo: StoreFac
     assert caught.value.status == Status.DATA_LOSS
     resolution = SessionResolver.resolve(cold(store), True, AgentInit(snapshot_id="a"))
     assert not resolution.ok and resolution.error is not None and resolution.error.status == Status.DATA_LOSS
+
+
+@pytest.mark.parametrize("nth", [1, 2])
+def test_a_deletion_failing_part_way_keeps_what_is_left_listed_and_a_rerun_finishes(
+    make_dynamo: StoreFactory, nth: int
+) -> None:
+    store = make_dynamo(chunk_bytes=1000, head_ids=3)  # large states have parts; ids fill member pages
+    rng = random.Random(5)
+    parent = save_new(store, "a", state_of("s", ["one"]))
+    for turn in range(6):
+        assert parent.state is not None
+        texts = [m.text for m in parent.state.message_list] + [noise(rng, 3000 if turn % 2 else 20)]
+        parent = save_new(store, f"t{turn}", state_of("s", texts), parent.snapshot_id)
+    guard = guard_of(store)
+    guard.faults.append(_fail("BatchWriteItem", nth, _throttled))  # 1: snapshot items; 2: pages and parts
+    with pytest.raises(GenkitError) as caught:
+        store.delete_session("s")
+    assert caught.value.status == Status.RESOURCE_EXHAUSTED
+    guard.faults.clear()
+    leaf = cold(store).get_snapshot(session_id="s")
+    if nth == 1:  # nothing went: the session reads as before
+        assert leaf == parent
+    else:  # the snapshots went; the head still lists them, and a read finds no leaf
+        assert leaf is None
+    assert store.delete_session("s") == (7 if nth == 1 else 0)
+    assert scan(store) == []

@@ -14,7 +14,7 @@ import pytest
 from genkit_sessions import AgentInit, GenkitError, Message, SessionResolver, SessionSnapshot, SessionState, Status
 from genkit_sessions.dynamodb import DynamoDBSessionStore
 from genkit_sessions.dynamodb._codec import Recipe, decompress
-from genkit_sessions.dynamodb._keys import BLOB_PREFIX, PAGE_PREFIX, SEP, SNAPSHOT_SK
+from genkit_sessions.dynamodb._keys import BLOB_PREFIX, PAGE_PREFIX, SEP, SNAPSHOT_SK, head_key
 from tests.dynamodb.helpers import cold, noise, prose, save_new, scan, state_of
 from tests.dynamodb_backends import guard_of
 
@@ -398,17 +398,18 @@ def test_deleting_a_session_while_a_writer_moves_its_head_reads_it_again(
     assert scan(store) == []
 
 
-def test_deleting_a_session_that_never_stops_changing_is_aborted_with_nothing_lost(
+def test_deleting_a_session_that_never_stops_changing_is_aborted_and_a_second_run_finishes(
     make_dynamo: StoreFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = make_dynamo()
     ids = _chat(store, "s", 2)
     writer = cold(store)
+    parent = writer.get_snapshot(session_id="s")  # the writer keeps it, and the head, cached
+    assert parent is not None and parent.state is not None
     query = store._query_session
 
     def query_then_a_writer_lands(*args: Any, **kwargs: Any) -> Any:
         rows = query(*args, **kwargs)
-        parent = writer.get_snapshot(session_id="s")
         assert parent is not None and parent.state is not None
         ids.append(save_new(writer, f"late-{len(ids)}", parent.state, parent.snapshot_id).snapshot_id)
         return rows
@@ -417,7 +418,13 @@ def test_deleting_a_session_that_never_stops_changing_is_aborted_with_nothing_lo
     with pytest.raises(GenkitError) as caught:
         store.delete_session("s")
     assert caught.value.status == Status.ABORTED and "stop its writers" in caught.value.message
-    assert [s.snapshot_id for s in cold(store).list_snapshots("s")] == ids
+    _, listed = _members_named(store, "s")
+    stored = {i["pk"]["S"].rpartition(SEP)[2] for i in scan(store) if i["sk"]["S"] == SNAPSHOT_SK}
+    remaining = listed & stored
+    assert remaining and stored <= listed <= set(ids)  # partly deleted, and what is left is still listed
+    monkeypatch.setattr(store, "_query_session", query)  # the writer stops
+    assert store.delete_session("s") == len(remaining)
+    assert [i for i in scan(store) if i["pk"]["S"].endswith(SEP + "s") or i["sk"]["S"] == SNAPSHOT_SK] == []
 
 
 def test_completed_snapshots_carry_no_status_or_version_attributes_until_they_change(
@@ -478,3 +485,38 @@ def test_a_long_chat_reads_its_big_pages_and_at_most_four_blobs_per_lower_level(
     assert leaf is not None and leaf.snapshot_id == ids[-1] and leaf.state is not None
     assert len(leaf.state.message_list) == 2 * 68
     assert sum(guard.calls.values()) == 2
+
+
+@pytest.mark.parametrize("writer_knows_the_head", [True, False])
+def test_a_child_cannot_land_in_a_session_whose_deletion_stopped_part_way(
+    make_dynamo: StoreFactory, writer_knows_the_head: bool
+) -> None:
+    store = make_dynamo()
+    ids = _chat(store, "s", 2)
+    writer = cold(store)
+    if writer_knows_the_head:
+        assert writer.get_snapshot(session_id="s") is not None
+    store.client.delete_item(TableName=store.table_name, Key=head_key("", "s"))  # the head went first, then a crash
+    parent = store.get_snapshot(snapshot_id=ids[-1])
+    assert parent is not None and parent.state is not None
+    with pytest.raises(GenkitError) as caught:
+        save_new(writer, "late", parent.state, ids[-1])
+    assert caught.value.status == Status.FAILED_PRECONDITION and "delete_session again" in caught.value.message
+    assert writer.get_snapshot(snapshot_id="late") is None
+
+
+def test_a_commit_never_makes_an_older_stamped_snapshot_the_leaf_of_a_newer_head(make_dynamo: StoreFactory) -> None:
+    store = make_dynamo()
+    root = save_new(store, "root", state_of("s", ["hi"]))
+    assert root.state is not None
+    other: list[SessionSnapshot] = []
+
+    def a(_: SessionSnapshot | None) -> SessionSnapshot:
+        if not other:  # a's createdAt is already stamped: b lands first and this store now knows b's head
+            other.append(save_new(store, "b", root.state, "root"))  # type: ignore[arg-type]
+        return SessionSnapshot(snapshot_id="a", parent_id="root", state=root.state)
+
+    saved_a = store.save_snapshot("a", a)
+    assert saved_a is not None and saved_a.created_at > other[0].created_at  # a was stamped again
+    leaf = cold(store).get_snapshot(session_id="s")
+    assert leaf is not None and leaf.snapshot_id == "a"
