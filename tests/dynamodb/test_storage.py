@@ -505,10 +505,15 @@ def test_a_child_cannot_land_in_a_session_whose_deletion_stopped_part_way(
     assert writer.get_snapshot(snapshot_id="late") is None
 
 
-def test_a_commit_never_makes_an_older_stamped_snapshot_the_leaf_of_a_newer_head(make_dynamo: StoreFactory) -> None:
+@pytest.mark.parametrize("head_read", [True, False], ids=["head-put", "head-update"])
+def test_a_commit_never_makes_an_older_stamped_snapshot_the_leaf_of_a_newer_head(
+    make_dynamo: StoreFactory, head_read: bool
+) -> None:
     store = make_dynamo()
     root = save_new(store, "root", state_of("s", ["hi"]))
     assert root.state is not None
+    if head_read:  # the store knows the head's ids, so its commits replace the head whole
+        assert store.get_snapshot(session_id="s") == root
     other: list[SessionSnapshot] = []
 
     def a(_: SessionSnapshot | None) -> SessionSnapshot:
