@@ -6,10 +6,12 @@ Run it from the bench environment (the peer lives in the ``bench`` extra)::
 
 Both stores save the same conversation: each turn resumes the session from a
 cold store (a new process, nothing cached), appends a user and a model message
-of about 1 KB of prose-like text, and saves the turn's end. Every DynamoDB call
-of both clients is counted through botocore's event hooks, with the bytes of
-the items it writes. Then each store is asked to hold one ever larger state,
-without S3. The program prints one table; it asserts nothing.
+of about 1 KB of prose-like text, and saves the turn's end. The stores take
+turns (in rotating order), so drift in the machine's speed falls on all alike.
+Every DynamoDB call of both clients is counted through botocore's event hooks,
+with the bytes of the items it writes. Then each store is asked to hold one
+ever larger state, without S3. The program prints one table; it asserts
+nothing.
 """
 
 from __future__ import annotations
@@ -214,25 +216,30 @@ class Run:
     first_failure: str = ""
 
 
-def run_ours(endpoint: str, turns: int, message_bytes: int, seed: int) -> Run:
-    client = local_client(endpoint)
-    meter = Meter()
-    meter.attach(client)
-    table = f"genkit-{uuid.uuid4().hex[:8]}"
-    create_table(client, table)
-    run = Run("genkit_sessions DynamoDBSessionStore")
-    prose = Prose(seed)
-    session_id = "chat-1"
-    for _ in range(turns):
-        store = DynamoDBSessionStore(table, client)  # a cold process per turn: nothing cached
+class Ours:
+    """Our store's side of the conversation: one turn at a time, each on a cold store."""
+
+    def __init__(self, endpoint: str, message_bytes: int, seed: int) -> None:
+        self.client = local_client(endpoint)
+        self.meter = Meter()
+        self.meter.attach(self.client)
+        self.table = f"genkit-{uuid.uuid4().hex[:8]}"
+        create_table(self.client, self.table)
+        self.run = Run("genkit_sessions DynamoDBSessionStore")
+        self.prose = Prose(seed)
+        self.message_bytes = message_bytes
+
+    def turn(self, turn: int) -> None:
+        run, meter, session_id = self.run, self.meter, "chat-1"
+        store = DynamoDBSessionStore(self.table, self.client)  # a cold process per turn: nothing cached
         with meter.measure() as resume:
             leaf, ms = _timed(lambda s=store: s.get_snapshot(session_id=session_id))
         run.resume_ms.append(ms)
         run.resume_calls.append(_calls(resume))
         base = leaf.state if leaf is not None and leaf.state is not None else SessionState(session_id=session_id)
         added = (
-            Message.of_text("user", prose.text(message_bytes)),
-            Message.of_text("model", prose.text(message_bytes)),
+            Message.of_text("user", self.prose.text(self.message_bytes)),
+            Message.of_text("model", self.prose.text(self.message_bytes)),
         )
         state = attrs.evolve(base, messages=base.message_list + added)
         snapshot_id = str(uuid.uuid4())
@@ -248,7 +255,6 @@ def run_ours(endpoint: str, turns: int, message_bytes: int, seed: int) -> Run:
         run.save_ms.append(ms)
         run.save_calls.append(_calls(saved))
         run.bytes_per_turn.append(resume["__bytes__"] + saved["__bytes__"])
-    return run
 
 
 def largest_ours(endpoint: str, sizes: list[int], seed: int) -> tuple[int, str]:
@@ -275,26 +281,34 @@ def largest_ours(endpoint: str, sizes: list[int], seed: int) -> tuple[int, str]:
     return largest, ""
 
 
-def run_peer(endpoint: str, turns: int, message_bytes: int, seed: int, compress: bool) -> Run:
-    from langgraph.checkpoint.base import empty_checkpoint
-    from langgraph.checkpoint.base.id import uuid6
-    from langgraph_checkpoint_aws import DynamoDBSaver
+class Peer:
+    """DynamoDBSaver's side of the same conversation, one turn at a time, each on a cold saver."""
 
-    table = f"peer-{uuid.uuid4().hex[:8]}"
-    _create_peer_table(endpoint, table)
-    bucket = f"peer-offload-{uuid.uuid4().hex[:8]}"
-    local_s3(endpoint).create_bucket(Bucket=bucket)
-    offload = {"bucket_name": bucket, "endpoint_url": endpoint}  # its docs: state over 350 KB goes to S3
-    meter = Meter()
-    run = Run("DynamoDBSaver" + (" + compression" if compress else " (defaults)") + " + S3 offload")
-    prose = Prose(seed)
-    thread = {"configurable": {"thread_id": "chat-1", "checkpoint_ns": ""}}
-    for turn in range(turns):
+    def __init__(self, endpoint: str, message_bytes: int, seed: int, compress: bool) -> None:
+        self.endpoint = endpoint
+        self.table = f"peer-{uuid.uuid4().hex[:8]}"
+        _create_peer_table(endpoint, self.table)
+        self.bucket = f"peer-offload-{uuid.uuid4().hex[:8]}"
+        local_s3(endpoint).create_bucket(Bucket=self.bucket)
+        self.meter = Meter()
+        self.run = Run("DynamoDBSaver" + (" + compression" if compress else " (defaults)") + " + S3 offload")
+        self.prose = Prose(seed)
+        self.message_bytes = message_bytes
+        self.compress = compress
+
+    def turn(self, turn: int) -> None:
+        from langgraph.checkpoint.base import empty_checkpoint
+        from langgraph.checkpoint.base.id import uuid6
+        from langgraph_checkpoint_aws import DynamoDBSaver
+
+        run, meter = self.run, self.meter
+        thread = {"configurable": {"thread_id": "chat-1", "checkpoint_ns": ""}}
+        offload = {"bucket_name": self.bucket, "endpoint_url": self.endpoint}  # its docs: over 350 KB goes to S3
         cold = DynamoDBSaver(
-            table_name=table,
+            table_name=self.table,
             region_name="us-east-1",
-            endpoint_url=endpoint,
-            enable_checkpoint_compression=compress,
+            endpoint_url=self.endpoint,
+            enable_checkpoint_compression=self.compress,
             s3_offload_config=offload,  # type: ignore[arg-type]
         )
         meter.attach(cold.client)
@@ -305,8 +319,8 @@ def run_peer(endpoint: str, turns: int, message_bytes: int, seed: int, compress:
         run.resume_calls.append(_calls(resume))
         messages = list(latest.checkpoint["channel_values"].get("messages", [])) if latest else []
         messages += [
-            {"role": "user", "content": prose.text(message_bytes)},
-            {"role": "model", "content": prose.text(message_bytes)},
+            {"role": "user", "content": self.prose.text(self.message_bytes)},
+            {"role": "model", "content": self.prose.text(self.message_bytes)},
         ]
         checkpoint = empty_checkpoint()
         checkpoint["id"] = str(uuid6(clock_seq=turn))
@@ -325,7 +339,16 @@ def run_peer(endpoint: str, turns: int, message_bytes: int, seed: int, compress:
         run.s3_calls_per_turn.append(resume["__s3_calls__"] + saved["__s3_calls__"])
         run.resume_s3_calls.append(resume["__s3_calls__"])
         run.save_s3_calls.append(saved["__s3_calls__"])
-    return run
+
+
+def converse(sides: list[Ours | Peer], turns: int) -> list[Run]:
+    """Every side plays the same conversation, turn by turn in rotating order, so a slower or faster
+    stretch of the machine falls on all of them alike."""
+    for turn in range(turns):
+        shift = turn % len(sides)
+        for side in sides[shift:] + sides[:shift]:
+            side.turn(turn)
+    return [side.run for side in sides]
 
 
 def local_s3(endpoint: str) -> Any:
@@ -465,11 +488,12 @@ def main(argv: list[str] | None = None) -> int:
             f"moto server ({args.moto_rollback} transaction rollback) at {endpoint}; "
             f"{args.turns} turns of two ~{args.message_bytes} B messages each\n"
         )
-        runs = [
-            run_ours(endpoint, args.turns, args.message_bytes, args.seed),
-            run_peer(endpoint, args.turns, args.message_bytes, args.seed, compress=False),
-            run_peer(endpoint, args.turns, args.message_bytes, args.seed, compress=True),
+        sides: list[Ours | Peer] = [
+            Ours(endpoint, args.message_bytes, args.seed),
+            Peer(endpoint, args.message_bytes, args.seed, compress=False),
+            Peer(endpoint, args.message_bytes, args.seed, compress=True),
         ]
+        runs = converse(sides, args.turns)
         runs[0].largest_ok, runs[0].first_failure = largest_ours(endpoint, sizes, args.seed)
         for run, compress in ((runs[1], False), (runs[2], True)):
             run.largest_ok, run.first_failure = largest_peer(endpoint, sizes, args.seed, compress)
