@@ -44,12 +44,15 @@ __all__ = [
     "diff",
     "fold",
     "join_parts",
+    "pack_record",
     "plan_state",
     "split_parts",
     "strict_equal",
+    "unpack_record",
 ]
 
 _FORMAT = b"\x01"
+_PACKED = b"\x02"
 
 
 class CorruptData(ValueError):
@@ -73,6 +76,34 @@ def decompress(data: bytes) -> Any:
         return json.loads(zlib.decompress(data[1:]).decode("utf-8"))
     except (zlib.error, UnicodeDecodeError, ValueError) as exc:
         raise CorruptData(f"blob does not decompress to JSON: {exc}") from None
+
+
+def pack_record(record: bytes, tag: str, blob: bytes) -> bytes:
+    """A snapshot's record and the small blob it wrote, as one attribute value.
+
+    ``record`` and ``blob`` are :func:`compress` output; ``tag`` names the blob
+    (ASCII, under 256 bytes). A record alone is stored as it is.
+    """
+    name = tag.encode("ascii")
+    return _PACKED + len(record).to_bytes(4, "big") + record + bytes([len(name)]) + name + blob
+
+
+def unpack_record(data: bytes) -> tuple[bytes, str | None, bytes | None]:
+    """Invert :func:`pack_record`: ``(record, tag, blob)``, or ``(record, None, None)`` for a record alone."""
+    if data[:1] == _FORMAT:
+        return data, None, None
+    if data[:1] != _PACKED or len(data) < 6:
+        raise CorruptData("unknown record format tag")
+    size = int.from_bytes(data[1:5], "big")
+    at = 5 + size
+    if len(data) < at + 1 or len(data) < at + 1 + data[at]:
+        raise CorruptData("a packed record is cut short")
+    record, name = data[5:at], data[at + 1 : at + 1 + data[at]]
+    try:
+        tag = name.decode("ascii")
+    except UnicodeDecodeError:
+        raise CorruptData("a packed record's blob tag is not ASCII") from None
+    return record, tag, data[at + 1 + len(name) :]
 
 
 def split_parts(data: bytes, size: int) -> list[bytes]:

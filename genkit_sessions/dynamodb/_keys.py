@@ -5,8 +5,8 @@ DynamoDB only inside these attribute values, never inside an expression. The
 separator is U+001F, a control character that no valid id or tenant can hold
 (SPEC section 4), so no two (tenant, id) pairs ever make the same key.
 
-- snapshot item (fetch by id; the blob it wrote inline as attribute ``x<tag>``
-  when small): pk ``<tenant>␟n␟<snapshotId>``, sk ``s``
+- snapshot item (fetch by id; the blob it wrote packed with its record when
+  small): pk ``<tenant>␟n␟<snapshotId>``, sk ``s``
 - session head (leaf pointer, and the ids of the newest members):
   pk ``<tenant>␟s␟<sessionId>``, sk ``h``
 - member page (ids of older members): pk ``<tenant>␟s␟<sessionId>``, sk ``l␟<token>``
@@ -57,9 +57,9 @@ def blob_owner(name: str) -> str:
     return name.rpartition(SEP)[0]
 
 
-def inline_attribute(name: str) -> str:
-    """The snapshot-item attribute holding a small blob inline (its recipe ref has 0 parts)."""
-    return "x" + name.rpartition(SEP)[2]
+def blob_tag(name: str) -> str:
+    """The tag part of a blob name (what a snapshot item's packed record names its inline blob by)."""
+    return name.rpartition(SEP)[2]
 
 
 def blob_part_key(tenant: str, session_id: str, name: str, part: int) -> dict[str, Any]:

@@ -47,9 +47,11 @@ from genkit_sessions.dynamodb._codec import (
     decompress,
     fold,
     join_parts,
+    pack_record,
     plan_state,
     split_parts,
     strict_equal,
+    unpack_record,
 )
 from genkit_sessions.dynamodb._errors import BACKEND_ERRORS, cancellation_codes, error_code, map_error
 from genkit_sessions.errors import GenkitError, Reason, Status
@@ -344,7 +346,8 @@ class DynamoDBSessionStore:
     def _decode_item(self, tenant: str, item: dict[str, Any], snapshot_id: str) -> tuple[SessionSnapshot, Recipe]:
         """The envelope (snapshot without state) and recipe stored on a snapshot item."""
         try:
-            record = decompress(item["rec"]["B"])
+            data = bytes(item["u"]["B"]) if "u" in item else unpack_record(bytes(item["rec"]["B"]))[0]
+            record = decompress(data)
             envelope = from_wire(SessionSnapshot, record["e"])
             recipe = Recipe.from_json(record["r"])
         except (CorruptData, KeyError, TypeError) as exc:
@@ -408,10 +411,15 @@ class DynamoDBSessionStore:
             if count == 0:
                 key = keys.snapshot_key(tenant, keys.blob_owner(name))
                 row = found.get((key["pk"]["S"], key["sk"]["S"]))
-                attribute = keys.inline_attribute(name)
-                if row is None or attribute not in row:
+                tag, inline = None, None
+                if row is not None and "rec" in row:
+                    try:
+                        _, tag, inline = unpack_record(bytes(row["rec"]["B"]))
+                    except CorruptData as exc:
+                        raise self._data_loss(snapshot_id, str(exc)) from None
+                if inline is None or tag != keys.blob_tag(name):
                     raise self._data_loss(snapshot_id, f"inline blob {name!r} is missing")
-                chunks.append(bytes(row[attribute]["B"]))
+                chunks.append(inline)
             for part in range(count):
                 key = keys.blob_part_key(tenant, session_id, name, part)
                 part_item = found.get((key["pk"]["S"], key["sk"]["S"]))
@@ -510,7 +518,9 @@ class DynamoDBSessionStore:
 
     @staticmethod
     def _record_attributes(record: bytes, expires: int | None) -> dict[str, Any]:
-        """The record a snapshot item carries (envelope and recipe), with the session's expiry."""
+        """The record a snapshot item carries (envelope and recipe, packed with the blob the snapshot
+        wrote when that is small), with the session's expiry. An update writes its record as ``u``,
+        which readers take over ``rec``: the blob in ``rec`` stays, for the snapshot's children."""
         item: dict[str, Any] = {"rec": {"B": record}}
         if expires is not None:
             item["exp"] = {"N": str(expires)}
@@ -712,13 +722,14 @@ class DynamoDBSessionStore:
         name, parts = self._blob(snapshot_id, plan)
         inline = len(parts) == 1 and len(parts[0]) <= _INLINE_LIMIT
         recipe = plan.recipe(name, 0 if inline else len(parts))
+        record = self._record(snapshot, recipe)
+        if inline:
+            record = pack_record(record, keys.blob_tag(name), parts[0])
         item = {
             **keys.snapshot_key(tenant, snapshot_id),
-            **self._record_attributes(self._record(snapshot, recipe), expires),
+            **self._record_attributes(record, expires),
             **self._status_attribute(snapshot),
         }
-        if inline:
-            item[keys.inline_attribute(name)] = {"B": parts[0]}
         head_actions, head_after = self._head_write(
             tenant,
             snapshot,
@@ -786,7 +797,7 @@ class DynamoDBSessionStore:
             "Update": {
                 "TableName": self.table_name,
                 "Key": keys.snapshot_key(tenant, snapshot_id),
-                "UpdateExpression": "SET " + ", ".join(["rec = :rec", "v = :nv", *(f"{n} = :{n}" for n in status)]),
+                "UpdateExpression": "SET " + ", ".join(["u = :rec", "v = :nv", *(f"{n} = :{n}" for n in status)]),
                 "ConditionExpression": "v = :v" if existing.version > 1 else "attribute_not_exists(v)",
                 "ExpressionAttributeValues": values,
             }
@@ -1109,8 +1120,6 @@ class DynamoDBSessionStore:
             old_session = self._session_of_item(tenant, previous, snapshot.snapshot_id)
             if old_session is not None and old_session != session_id:
                 touched.add(old_session)
-            # The inline blob of the snapshot being replaced stays: its children may read it.
-            kept = {k: v for k, v in (previous or {}).items() if k.startswith("x")}
             version = int(previous["v"]["N"]) + 1 if previous is not None and "v" in previous else 1
             plan = plan_state(None, None, snapshot.state, self._checkpoint_every)
             name, chunks = self._blob(snapshot.snapshot_id, plan)
@@ -1120,11 +1129,12 @@ class DynamoDBSessionStore:
             ]
             item = {
                 **keys.snapshot_key(tenant, snapshot.snapshot_id),
-                **kept,
                 **self._record_attributes(self._record(snapshot, recipe), expires),
                 **self._status_attribute(snapshot),
                 **({"v": {"N": str(version)}} if version > 1 else {}),
             }
+            if previous is not None and "rec" in previous:  # it may hold the inline blob children read
+                item["u"], item["rec"] = item["rec"], previous["rec"]
             requests.append({"PutRequest": {"Item": item}})
             touched.add(session_id)
             added.setdefault(session_id, []).append(snapshot.snapshot_id)

@@ -19,9 +19,11 @@ from genkit_sessions.dynamodb._codec import (
     diff,
     fold,
     join_parts,
+    pack_record,
     plan_state,
     split_parts,
     strict_equal,
+    unpack_record,
 )
 from genkit_sessions.model.wire import from_wire
 
@@ -157,3 +159,22 @@ def test_appended_messages_are_written_at_most_three_times_and_recipes_stay_shor
         state = new_state
     assert max(written.values()) <= 3
     assert recipe is not None and len(recipe.refs) <= turns // every**2 + 2 * (every - 1) + 1
+
+
+@given(st.binary(max_size=300), st.text(alphabet="abcdef0123456789", max_size=20), st.binary(max_size=300))
+def test_a_packed_record_unpacks_to_what_was_packed(body: bytes, tag: str, blob: bytes) -> None:
+    record = b"\x01" + body
+    assert unpack_record(pack_record(record, tag, blob)) == (record, tag, blob)
+    assert unpack_record(record) == (record, None, None)
+
+
+@given(st.binary(max_size=40))
+def test_unpacking_bytes_that_are_no_record_raises_corrupt_data(data: bytes) -> None:
+    try:
+        record, tag, blob = unpack_record(data)
+    except CorruptData:
+        return
+    if data[:1] == b"\x01":
+        assert (record, tag, blob) == (data, None, None)
+    else:  # a well-formed packing, whatever it holds
+        assert pack_record(record, tag or "", blob or b"") == data

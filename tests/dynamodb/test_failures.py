@@ -18,7 +18,7 @@ from botocore.exceptions import EndpointConnectionError, ReadTimeoutError
 
 from genkit_sessions import AgentInit, GenkitError, Message, SessionResolver, SessionSnapshot, Status
 from genkit_sessions.dynamodb import DynamoDBSessionStore
-from genkit_sessions.dynamodb._codec import Recipe, decompress
+from genkit_sessions.dynamodb._codec import Recipe, decompress, pack_record, unpack_record
 from genkit_sessions.dynamodb._keys import BLOB_PREFIX, SEP, SNAPSHOT_SK
 from tests.dynamodb.helpers import cold, noise, save_new, scan, state_of
 from tests.dynamodb_backends import client_error, guard_of
@@ -30,7 +30,8 @@ def _referenced_blobs(store: DynamoDBSessionStore) -> set[str]:
     names: set[str] = set()
     for item in scan(store):
         if item["sk"]["S"] == SNAPSHOT_SK:
-            recipe = Recipe.from_json(decompress(bytes(item["rec"]["B"]))["r"])
+            record = bytes(item["u"]["B"]) if "u" in item else unpack_record(bytes(item["rec"]["B"]))[0]
+            recipe = Recipe.from_json(decompress(record)["r"])
             names.update(name for name, _ in recipe.refs)
     return names
 
@@ -302,8 +303,10 @@ def test_corrupt_stored_data_is_data_loss_for_the_resolver(make_dynamo: StoreFac
         if item["sk"]["S"].startswith(BLOB_PREFIX):
             store.client.put_item(TableName=store.table_name, Item={**item, "d": {"B": b"\x01garbage"}})
         if item["sk"]["S"] == SNAPSHOT_SK:
-            inline = {k: {"B": b"\x01garbage"} for k in item if k.startswith("x")}
-            store.client.put_item(TableName=store.table_name, Item={**item, **inline})
+            record, tag, blob = unpack_record(bytes(item["rec"]["B"]))
+            assert tag is not None and blob is not None  # a small state: its blob is packed with the record
+            garbage = pack_record(record, tag, b"\x01garbage")
+            store.client.put_item(TableName=store.table_name, Item={**item, "rec": {"B": garbage}})
     reader = cold(store)
     with pytest.raises(GenkitError) as caught:
         reader.get_snapshot(snapshot_id="a")
