@@ -113,6 +113,10 @@ def _head_of(item: dict[str, Any] | None) -> _Head:
     return _Head(item.get("hv", {}).get("S", ""), tuple(item.get("ids", {}).get("SS", ())))
 
 
+_Member = tuple[dict[str, Any], "tuple[SessionSnapshot, Recipe] | GenkitError"]
+"""A session member's snapshot item, with its envelope and recipe or the error decoding them."""
+
+
 class _Contention(Exception):
     """A conditional write lost to a concurrent writer: read again and retry."""
 
@@ -943,17 +947,24 @@ class DynamoDBSessionStore:
                 return items
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
-    def _members(self, tenant: str, session_id: str, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
-        """The snapshot items of ids a session's head and member pages name, by id, keeping only those
-        that still belong to the session (a restore may have moved one elsewhere)."""
+    def _members(self, tenant: str, session_id: str, ids: Iterable[str]) -> dict[str, _Member]:
+        """The snapshot items of ids a session's head and member pages name, by id, each decoded once,
+        keeping only those that still belong to the session (a restore may have moved one elsewhere).
+        An item whose stored data does not decode stays, with its DATA_LOSS error: the session lists it."""
         ids = list(ids)
         found = self._batch_get([keys.snapshot_key(tenant, i) for i in ids])
-        members: dict[str, dict[str, Any]] = {}
+        members: dict[str, _Member] = {}
         for snapshot_id in ids:
             key = keys.snapshot_key(tenant, snapshot_id)
             item = found.get((key["pk"]["S"], key["sk"]["S"]))
-            if item is not None and self._session_of_item(tenant, item, snapshot_id) == session_id:
-                members[snapshot_id] = item
+            if item is None:
+                continue
+            try:
+                decoded: tuple[SessionSnapshot, Recipe] | GenkitError = self._decode_item(tenant, item, snapshot_id)
+            except GenkitError as exc:
+                decoded = exc
+            if isinstance(decoded, GenkitError) or decoded[0].session_id == session_id:
+                members[snapshot_id] = (item, decoded)
         return members
 
     def list_snapshots(self, session_id: str, *, context: Context = None) -> Sequence[SessionSnapshot]:
@@ -967,11 +978,13 @@ class DynamoDBSessionStore:
         tenant = tenant_key(self._tenant_of, context)
         rows = self._query_session(tenant, session_id)
         members = self._members(tenant, session_id, _member_ids(rows))
-        by_key = {(i["pk"]["S"], i["sk"]["S"]): i for i in [*rows, *members.values()]}
+        by_key = {(i["pk"]["S"], i["sk"]["S"]): i for i in [*rows, *(item for item, _ in members.values())]}
         memo: dict[str, tuple[Message, ...]] = {}
         found: list[SessionSnapshot] = []
-        for snapshot_id, item in members.items():
-            envelope, recipe = self._decode_item(tenant, item, snapshot_id)
+        for snapshot_id, (_, decoded) in members.items():
+            if isinstance(decoded, GenkitError):
+                raise decoded
+            envelope, recipe = decoded
             hit, state = self._recall(tenant, snapshot_id, recipe)
             if not hit:
                 state = self._rebuild(tenant, session_id, snapshot_id, recipe, by_key, memo)
@@ -1168,7 +1181,11 @@ class DynamoDBSessionStore:
             self._call("DeleteItem", Key=keys.head_key(tenant, session_id))
             self._batch_write([{"DeleteRequest": {"Key": {"pk": r["pk"], "sk": r["sk"]}}} for r in old_pages])
             return
-        decoded = {i: self._decode_item(tenant, item, i) for i, item in members.items()}
+        decoded: dict[str, tuple[SessionSnapshot, Recipe]] = {}
+        for snapshot_id, (_, envelope_and_recipe) in members.items():
+            if isinstance(envelope_and_recipe, GenkitError):
+                raise envelope_and_recipe
+            decoded[snapshot_id] = envelope_and_recipe
         ids = list(members)
         head_ids, paged = ids[-self._head_ids :], ids[: -self._head_ids]
         head: dict[str, Any] = {
@@ -1182,7 +1199,7 @@ class DynamoDBSessionStore:
             expires = None
         else:
             leaf_id = leaf_snapshot.snapshot_id
-            leaf = members[leaf_id]
+            leaf = members[leaf_id][0]
             expires = int(leaf["exp"]["N"]) if "exp" in leaf else None
             head["leaf"] = {"S": leaf_id}
             head["lc"] = {"S": leaf_snapshot.created_at}

@@ -339,3 +339,16 @@ def test_a_deletion_failing_part_way_keeps_what_is_left_listed_and_a_rerun_finis
         assert leaf is None
     assert store.delete_session("s") == (7 if nth == 1 else 0)
     assert scan(store) == []
+
+
+def test_a_session_listing_a_corrupt_snapshot_lists_as_data_loss_and_still_deletes(make_dynamo: StoreFactory) -> None:
+    store = make_dynamo()
+    save_new(store, "a", state_of("s", ["hello"]))
+    save_new(store, "b", state_of("s", ["hello", "there"]), "a")
+    item = next(i for i in scan(store) if i["pk"]["S"].endswith("\x1fb") and i["sk"]["S"] == SNAPSHOT_SK)
+    store.client.put_item(TableName=store.table_name, Item={**item, "rec": {"B": b"\x01garbage"}})
+    with pytest.raises(GenkitError) as caught:
+        cold(store).list_snapshots("s")
+    assert caught.value.status == Status.DATA_LOSS and "'b'" in caught.value.message
+    assert cold(store).delete_session("s") == 2
+    assert scan(store) == []
