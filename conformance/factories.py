@@ -70,6 +70,21 @@ def _server_client() -> Any:
     return local_client(f"http://127.0.0.1:{port}")
 
 
+_offload: list[Any] = []
+
+
+def _executor() -> Any:
+    """In-process moto answers boto3 only (aiobotocore has its own HTTP stack): its stores run their
+    async face on this executor, handed over explicitly."""
+    import concurrent.futures
+
+    with _lock:
+        if not _offload:
+            _offload.append(concurrent.futures.ThreadPoolExecutor(max_workers=8))
+            atexit.register(_offload[0].shutdown)
+        return _offload[0]
+
+
 def _dynamodb(kind: str) -> Any:
     from genkit_sessions.dynamodb import DynamoDBSessionStore, create_table
 
@@ -79,7 +94,8 @@ def _dynamodb(kind: str) -> Any:
         client = _clients[kind]
     table = f"conformance-{uuid.uuid4().hex[:12]}"
     create_table(client, table)
-    return DynamoDBSessionStore(table, client, watch_interval=0.01, watch_max_interval=0.05)
+    executor = _executor() if kind == "inprocess" else None
+    return DynamoDBSessionStore(table, client, watch_interval=0.01, watch_max_interval=0.05, executor=executor)
 
 
 def dynamodb_moto() -> Any:

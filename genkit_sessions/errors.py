@@ -80,6 +80,7 @@ class Reason(str, enum.Enum):
     INVALID_SESSION_ID = "INVALID_SESSION_ID"
     INVALID_SNAPSHOT_ID = "INVALID_SNAPSHOT_ID"
     INVALID_INPUT = "INVALID_INPUT"
+    ASYNC_NOT_SUPPORTED = "ASYNC_NOT_SUPPORTED"
 
     def __str__(self) -> str:
         return self.value

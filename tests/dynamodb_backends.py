@@ -9,6 +9,7 @@ tests, and injects failures for the failure tests.
 from __future__ import annotations
 
 import atexit
+import concurrent.futures
 import json
 import threading
 import uuid
@@ -186,14 +187,24 @@ def make_client(endpoint_url: str | None = None) -> Any:
     return client
 
 
-def store_factory(client: Any) -> StoreFactory:
-    """Each call makes a fresh, empty store on a new table."""
+_OFFLOAD = concurrent.futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="moto-inprocess")
+atexit.register(_OFFLOAD.shutdown)
+
+
+def store_factory(client: Any, *, offload: bool = False) -> StoreFactory:
+    """Each call makes a fresh, empty store on a new table.
+
+    In-process moto answers boto3 only (aiobotocore has its own HTTP stack), so its stores are handed
+    an executor for their async face (``offload``); stores on the moto server use aiobotocore.
+    """
 
     def make(**options: Any) -> DynamoDBSessionStore:
         table = f"t-{uuid.uuid4().hex[:12]}"
         create_table(client, table)
         options.setdefault("watch_interval", 0.01)
         options.setdefault("watch_max_interval", 0.05)
+        if offload:
+            options.setdefault("executor", _OFFLOAD)
         return DynamoDBSessionStore(table, client, **options)
 
     return make
@@ -203,7 +214,7 @@ def _inprocess_backend(request: pytest.FixtureRequest) -> Iterator[StoreFactory]
     from moto import mock_aws
 
     with mock_aws():
-        yield store_factory(make_client())
+        yield store_factory(make_client(), offload=True)
 
 
 _server_lock = threading.Lock()
@@ -216,13 +227,23 @@ def server_endpoint() -> str:
         if not _server_endpoint:
             import logging
 
-            from moto.server import ThreadedMotoServer
+            from moto.server import DomainDispatcherApplication, create_backend_app
+            from werkzeug.serving import make_server
 
             logging.getLogger("werkzeug").setLevel(logging.ERROR)
             port = free_port()
-            server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-            server.start()
-            atexit.register(server.stop)
+            app = DomainDispatcherApplication(create_backend_app)
+            one_at_a_time = threading.Lock()
+
+            def serialized(environ: Any, start_response: Any) -> list[bytes]:
+                # moto applies a transaction by copying the table while other requests write to it; one
+                # request at a time makes every conditional write atomic, as on DynamoDB.
+                with one_at_a_time:
+                    return list(app(environ, start_response))
+
+            server = make_server("127.0.0.1", port, serialized, threaded=True)
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            atexit.register(server.shutdown)
             _server_endpoint.append(f"http://127.0.0.1:{port}")
         return _server_endpoint[0]
 

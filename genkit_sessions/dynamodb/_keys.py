@@ -11,6 +11,8 @@ separator is U+001F, a control character that no valid id or tenant can hold
   pk ``<tenant>␟s␟<sessionId>``, sk ``h``
 - member page (ids of older members): pk ``<tenant>␟s␟<sessionId>``, sk ``l␟<token>``
 - blob part: pk ``<tenant>␟s␟<sessionId>``, sk ``b␟<snapshotId>␟<tag>␟<part>``
+- staging marker (a large write's parts, until its commit deletes it):
+  pk ``<tenant>␟s␟<sessionId>``, sk ``g␟<snapshotId>␟<tag>``
 
 (``␟`` is U+001F; ``<tag>`` is ``c`` for a page or ``d`` for a delta, plus a random nonce.)
 """
@@ -24,6 +26,7 @@ SNAPSHOT_SK = "s"
 HEAD_SK = "h"
 PAGE_PREFIX = "l" + SEP
 BLOB_PREFIX = "b" + SEP
+MARKER_PREFIX = "g" + SEP
 TTL_ATTRIBUTE = "exp"
 
 
@@ -76,3 +79,13 @@ def blob_of_sk(sk: str) -> tuple[str, int] | None:
         return name, int(part)
     except ValueError:
         return None
+
+
+def marker_key(tenant: str, session_id: str, name: str) -> dict[str, Any]:
+    """The key of the staging marker of a blob written ahead of its commit."""
+    return {"pk": session_pk(tenant, session_id), "sk": {"S": MARKER_PREFIX + name}}
+
+
+def marker_blob(sk: str) -> str | None:
+    """The blob name a staging marker's sort key names, None for other items."""
+    return sk[len(MARKER_PREFIX) :] if sk.startswith(MARKER_PREFIX) else None

@@ -20,9 +20,11 @@ from genkit_sessions.model.types import SessionSnapshot, SnapshotStatus
 from genkit_sessions.stores.protocol import Context, Mutator
 
 __all__ = [
+    "abort_mutator",
     "abort_through",
     "check_parent",
     "default_tenant",
+    "heartbeat_mutator",
     "heartbeat_through",
     "leaf_of",
     "next_snapshot",
@@ -192,13 +194,9 @@ Save = Callable[[str, Mutator], "SessionSnapshot | None"]
 """A store's ``save_snapshot`` bound to one request context."""
 
 
-def abort_through(save: Save, snapshot_id: str) -> SnapshotStatus | None:
-    """S11 abort, as one atomic save: pending or aborting becomes aborted.
-
-    Returns the status seen before the write (a terminal one is left as it is),
-    or None when there is no such snapshot. Every store implements abort with it.
-    """
-    seen: list[SnapshotStatus] = []
+def abort_mutator(seen: list[SnapshotStatus]) -> Mutator:
+    """S11 abort as a mutator: pending or aborting becomes aborted; ``seen`` collects the status each
+    run found (the last one is what the write saw). A terminal snapshot is left as it is."""
 
     def abort(current: SessionSnapshot | None) -> SessionSnapshot | None:
         if current is None:
@@ -208,15 +206,24 @@ def abort_through(save: Save, snapshot_id: str) -> SnapshotStatus | None:
             return None
         return attrs.evolve(current, status=SnapshotStatus.ABORTED)
 
-    save(snapshot_id, abort)
+    return abort
+
+
+def abort_through(save: Save, snapshot_id: str) -> SnapshotStatus | None:
+    """S11 abort, as one atomic save: pending or aborting becomes aborted.
+
+    Returns the status seen before the write (a terminal one is left as it is),
+    or None when there is no such snapshot. Every store implements abort with it.
+    """
+    seen: list[SnapshotStatus] = []
+    save(snapshot_id, abort_mutator(seen))
     return seen[-1] if seen else None
 
 
-def heartbeat_through(save: Save, snapshot_id: str, now: str) -> SessionSnapshot:
-    """S11 heartbeat, as one atomic save: stamp ``heartbeatAt`` on a running snapshot.
+def heartbeat_mutator(snapshot_id: str, now: str) -> Mutator:
+    """S11 heartbeat as a mutator: stamp ``heartbeatAt`` on a running snapshot.
 
-    NOT_FOUND when the snapshot does not exist, FAILED_PRECONDITION when it is terminal.
-    """
+    NOT_FOUND when the snapshot does not exist, FAILED_PRECONDITION when it is terminal."""
 
     def beat(current: SessionSnapshot | None) -> SessionSnapshot | None:
         if current is None:
@@ -233,7 +240,12 @@ def heartbeat_through(save: Save, snapshot_id: str, now: str) -> SessionSnapshot
             )
         return attrs.evolve(current, heartbeat_at=now)
 
-    saved = save(snapshot_id, beat)
+    return beat
+
+
+def heartbeat_through(save: Save, snapshot_id: str, now: str) -> SessionSnapshot:
+    """S11 heartbeat, as one atomic save (see :func:`heartbeat_mutator`)."""
+    saved = save(snapshot_id, heartbeat_mutator(snapshot_id, now))
     assert saved is not None
     return saved
 

@@ -20,7 +20,7 @@ def inprocess() -> Iterator[Any]:
     from moto import mock_aws
 
     with mock_aws():
-        yield store_factory(make_client())
+        yield store_factory(make_client(), offload=True)
 
 
 def _required_failures(report: conformance.SuiteReport) -> list[str]:

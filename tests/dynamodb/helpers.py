@@ -70,3 +70,9 @@ def scan(store: DynamoDBSessionStore) -> list[dict[str, Any]]:
 def cold(store: DynamoDBSessionStore, **options: Any) -> DynamoDBSessionStore:
     """Another store on the same table and client, with nothing cached."""
     return DynamoDBSessionStore(store.table_name, store.client, **options)
+
+
+def left_behind(store: DynamoDBSessionStore) -> list[dict[str, Any]]:
+    """Every item of the table but the bare tombstones deleted sessions leave (a head that only keeps the
+    session's version, so a recreated session never reuses a version number)."""
+    return [i for i in scan(store) if not (i["sk"]["S"] == "h" and "dead" in i and "del" not in i and "ids" not in i)]

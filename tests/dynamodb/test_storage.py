@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import random
 import threading
 from datetime import datetime, timedelta, timezone
@@ -12,10 +13,10 @@ import attrs
 import pytest
 
 from genkit_sessions import AgentInit, GenkitError, Message, SessionResolver, SessionSnapshot, SessionState, Status
-from genkit_sessions.dynamodb import DynamoDBSessionStore
+from genkit_sessions.dynamodb import AsyncDynamoDBSessionStore, DynamoDBSessionStore
 from genkit_sessions.dynamodb._codec import Recipe, decompress, unpack_record
 from genkit_sessions.dynamodb._keys import BLOB_PREFIX, PAGE_PREFIX, SEP, SNAPSHOT_SK, head_key
-from tests.dynamodb.helpers import cold, noise, prose, save_new, scan, state_of
+from tests.dynamodb.helpers import cold, left_behind, noise, prose, save_new, scan, state_of
 from tests.dynamodb_backends import guard_of
 
 StoreFactory = Any
@@ -188,7 +189,7 @@ def test_delete_session_removes_every_item_of_the_session_and_nothing_else(make_
     before = {(i["pk"]["S"], i["sk"]["S"]) for i in scan(store)}
     _chat(store, "gone", 8, size=2000)
     assert store.delete_session("gone") == 8
-    assert {(i["pk"]["S"], i["sk"]["S"]) for i in scan(store)} == before
+    assert {(i["pk"]["S"], i["sk"]["S"]) for i in left_behind(store)} == before
     assert store.get_snapshot(session_id="gone") is None
     assert store.get_snapshot(snapshot_id="gone-3") is None
 
@@ -219,30 +220,32 @@ def test_rewriting_a_snapshots_state_keeps_its_children_readable(make_dynamo: St
     assert child is not None and child.state is not None and len(child.state.message_list) == 8
 
 
-def test_the_async_face_runs_boto3_on_the_stores_own_bounded_pool(make_dynamo: StoreFactory) -> None:
-    store = make_dynamo(executor_workers=2)
-    threads: list[str] = []
+def test_the_async_face_runs_on_the_event_loop_or_on_the_executor_it_was_handed(make_dynamo: StoreFactory) -> None:
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="handed-over")
+    native, offloaded = make_dynamo(), make_dynamo(executor=pool)
+    threads: dict[str, list[str]] = {"native": [], "offloaded": []}
 
-    def mutator(current: SessionSnapshot | None) -> SessionSnapshot:
-        threads.append(threading.current_thread().name)
-        return SessionSnapshot(snapshot_id="a", state=state_of("s", ["hi"]))
+    def mutator(kind: str) -> Any:
+        def write(current: SessionSnapshot | None) -> SessionSnapshot:
+            threads[kind].append(threading.current_thread().name)
+            return SessionSnapshot(snapshot_id="a", state=state_of("s", ["hi"]))
 
-    async def main() -> SessionSnapshot | None:
-        await asyncio.gather(
-            *(
-                store.aio.save_snapshot(f"x{i}", lambda _, i=i: SessionSnapshot(snapshot_id=f"x{i}", session_id="t"))
-                for i in range(5)
-            )
-        )
-        await store.aio.save_snapshot("a", mutator)
-        return await store.aio.get_snapshot(session_id="s")
+        return write
 
-    leaf = asyncio.run(main())
-    assert leaf is not None and leaf.snapshot_id == "a"
-    assert threads and all(name.startswith("genkit-sessions-dynamodb") for name in threads)
-    executor = store.executor()
-    assert executor._max_workers == 2
-    store.close()
+    async def main() -> list[SessionSnapshot | None]:
+        leaves = []
+        for kind, store in (("offloaded", offloaded), ("native", native)):
+            if kind == "native" and not isinstance(store.aio, AsyncDynamoDBSessionStore):
+                continue  # in-process moto answers boto3 only: its stores are always handed an executor
+            await store.aio.save_snapshot("a", mutator(kind))
+            leaves.append(await store.aio.get_snapshot(session_id="s"))
+        return leaves
+
+    leaves = asyncio.run(main())
+    assert leaves and all(leaf is not None and leaf.snapshot_id == "a" for leaf in leaves)
+    assert threads["offloaded"] and all(name.startswith("handed-over") for name in threads["offloaded"])
+    assert all(name == threading.main_thread().name for name in threads["native"])
+    pool.shutdown()
 
 
 def test_restoring_over_a_snapshot_keeps_its_children_readable(make_dynamo: StoreFactory) -> None:
@@ -282,7 +285,7 @@ def test_finishing_a_pending_turn_this_store_saved_costs_one_conditional_write(m
     guard.reset()
     done = store.save_snapshot("a", lambda current: attrs.evolve(current, status="completed"))
     assert done is not None and done.status == "completed"
-    assert dict(guard.calls) == {"UpdateItem": 1}
+    assert dict(guard.calls) == {"TransactWriteItems": 1}  # the snapshot and the session's version, atomically
 
 
 def test_a_wrong_guess_never_lands_and_the_mutator_sees_what_is_stored(make_dynamo: StoreFactory) -> None:
@@ -360,7 +363,7 @@ def test_a_session_longer_than_its_head_moves_ids_to_member_pages_inside_the_sav
     leaf = reader.get_snapshot(session_id="s")
     assert leaf is not None and leaf.snapshot_id == "t9" and leaf.state is not None and leaf.state.custom == {"turn": 9}
     assert reader.delete_session("s") == 10
-    assert scan(store) == []
+    assert left_behind(store) == []
 
 
 def test_a_writer_that_never_read_the_head_still_pages_a_full_one(make_dynamo: StoreFactory) -> None:
@@ -376,55 +379,56 @@ def test_a_writer_that_never_read_the_head_still_pages_a_full_one(make_dynamo: S
     assert [s.snapshot_id for s in cold(store).list_snapshots("s")] == [*ids, "blind"]
 
 
-def test_deleting_a_session_while_a_writer_moves_its_head_reads_it_again(
-    make_dynamo: StoreFactory, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _before_the_tombstone(store: DynamoDBSessionStore, action: Any) -> None:
+    """Run ``action`` just before each of the deleter's writes of the session's head (its tombstone)."""
+
+    def fault(operation: str, params: dict[str, Any]) -> None:
+        item = params.get("Item", {})
+        if operation == "PutItem" and item.get("sk", {}).get("S") == "h" and "del" in item:
+            action()
+
+    guard_of(store).faults.append(fault)
+
+
+def test_deleting_a_session_while_a_writer_moves_its_head_reads_it_again(make_dynamo: StoreFactory) -> None:
     store = make_dynamo(head_ids=2)
     ids = _chat(store, "s", 3)
     writer = cold(store, head_ids=2)
-    query = store._query_session
     late: list[str] = []
 
-    def query_then_a_writer_lands(*args: Any, **kwargs: Any) -> Any:
-        rows = query(*args, **kwargs)
-        if not late:  # between the deleter's read and its deletion of the head
+    def a_writer_lands() -> None:
+        if not late:  # between the deleter's read of the session and its tombstone
             parent = writer.get_snapshot(session_id="s")
             assert parent is not None and parent.state is not None
             late.append(save_new(writer, "late", parent.state, parent.snapshot_id).snapshot_id)
-        return rows
 
-    monkeypatch.setattr(store, "_query_session", query_then_a_writer_lands)
+    _before_the_tombstone(store, a_writer_lands)
     assert store.delete_session("s") == len(ids) + 1  # the late child was not missed
-    assert scan(store) == []
+    assert left_behind(store) == []
 
 
 def test_deleting_a_session_that_never_stops_changing_is_aborted_and_a_second_run_finishes(
-    make_dynamo: StoreFactory, monkeypatch: pytest.MonkeyPatch
+    make_dynamo: StoreFactory,
 ) -> None:
     store = make_dynamo()
     ids = _chat(store, "s", 2)
     writer = cold(store)
-    parent = writer.get_snapshot(session_id="s")  # the writer keeps it, and the head, cached
-    assert parent is not None and parent.state is not None
-    query = store._query_session
+    writing = [True]
 
-    def query_then_a_writer_lands(*args: Any, **kwargs: Any) -> Any:
-        rows = query(*args, **kwargs)
-        assert parent is not None and parent.state is not None
-        ids.append(save_new(writer, f"late-{len(ids)}", parent.state, parent.snapshot_id).snapshot_id)
-        return rows
+    def a_writer_lands() -> None:
+        if writing[0]:
+            parent = writer.get_snapshot(session_id="s")
+            assert parent is not None and parent.state is not None
+            ids.append(save_new(writer, f"late-{len(ids)}", parent.state, parent.snapshot_id).snapshot_id)
 
-    monkeypatch.setattr(store, "_query_session", query_then_a_writer_lands)
+    _before_the_tombstone(store, a_writer_lands)
     with pytest.raises(GenkitError) as caught:
         store.delete_session("s")
     assert caught.value.status == Status.ABORTED and "stop its writers" in caught.value.message
-    _, listed = _members_named(store, "s")
-    stored = {i["pk"]["S"].rpartition(SEP)[2] for i in scan(store) if i["sk"]["S"] == SNAPSHOT_SK}
-    remaining = listed & stored
-    assert remaining and stored <= listed <= set(ids)  # partly deleted, and what is left is still listed
-    monkeypatch.setattr(store, "_query_session", query)  # the writer stops
-    assert store.delete_session("s") == len(remaining)
-    assert [i for i in scan(store) if i["pk"]["S"].endswith(SEP + "s") or i["sk"]["S"] == SNAPSHOT_SK] == []
+    assert cold(store).get_snapshot(session_id="s") is not None  # nothing went: it reads as before
+    writing[0] = False  # the writer stops
+    assert store.delete_session("s") == len(ids)
+    assert left_behind(store) == []
 
 
 def test_completed_snapshots_carry_no_status_or_version_attributes_until_they_change(

@@ -1,0 +1,243 @@
+"""The one call path: every DynamoDB request the store makes, and the two drivers that send them.
+
+The store's logic is written once, free of I/O, as generators ("steps") that
+yield the requests they need and are sent the answers (the sans-I/O style of
+``h11``): a :class:`Call` is one DynamoDB operation, a :class:`Sleep` a
+backoff. :func:`run_sync` drives steps with a boto3 client (blocking) and
+:func:`run_async` with an aiobotocore client (non-blocking), so no rule and no
+request is written twice. A failed call is thrown back into the steps at the
+``yield``, where :func:`call` maps it to a :class:`GenkitError` once (S12).
+
+The helpers here hold the request shapes every other module shares: single
+calls, batched reads and writes that resend unprocessed keys, and the
+transaction whose refusal is told apart from a failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Generator, Sequence
+from typing import Any, TypeVar
+
+import attrs
+from botocore.exceptions import ClientError  # type: ignore[import-untyped]
+
+from genkit_sessions.dynamodb._errors import BACKEND_ERRORS, cancellation_codes, error_code, map_error
+
+__all__ = [
+    "MAX_BATCH_GET",
+    "MAX_BATCH_WRITE",
+    "Call",
+    "Cancelled",
+    "Sleep",
+    "Steps",
+    "batch_get",
+    "batch_write",
+    "call",
+    "run_async",
+    "run_sync",
+    "transact",
+    "write_one",
+]
+
+T = TypeVar("T")
+
+MAX_BATCH_WRITE = 25
+MAX_BATCH_GET = 100
+
+_REFUSALS_THAT_ARE_FAILURES = ("ThrottlingError", "ProvisionedThroughputExceeded", "ValidationError")
+
+
+@attrs.frozen
+class Call:
+    """One DynamoDB operation (``"GetItem"``, ...) with its parameters, table name included."""
+
+    operation: str
+    params: dict[str, Any]
+
+
+@attrs.frozen
+class Sleep:
+    """Wait before the next request (a backoff)."""
+
+    seconds: float
+
+
+Request = Call | Sleep
+Steps = Generator[Request, Any, T]
+"""Store logic: yields requests, is sent each answer (a dict, or None after a sleep), returns a result."""
+
+
+class Cancelled(Exception):
+    """A conditional write the backend refused (a lost race), with the per-action reason codes."""
+
+    def __init__(self, codes: Sequence[str]) -> None:
+        super().__init__(", ".join(codes))
+        self.codes = list(codes)
+
+    def failed(self, index: int) -> bool:
+        """Whether action ``index`` of the transaction failed its condition."""
+        return index < len(self.codes) and self.codes[index] == "ConditionalCheckFailed"
+
+
+def _method_name(operation: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() else c for c in operation).lstrip("_")
+
+
+def run_sync(steps: Steps[T], client: Any) -> T:
+    """Drive ``steps`` with a blocking boto3 client."""
+    answer: Any = None
+    failure: BaseException | None = None
+    while True:
+        try:
+            request = steps.throw(failure) if failure is not None else steps.send(answer)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        answer, failure = None, None
+        if isinstance(request, Sleep):
+            time.sleep(request.seconds)
+            continue
+        try:
+            answer = getattr(client, _method_name(request.operation))(**request.params)
+        except BACKEND_ERRORS as exc:
+            failure = exc
+
+
+async def run_async(steps: Steps[T], client: Any) -> T:
+    """Drive ``steps`` with a non-blocking aiobotocore client, on the running event loop."""
+    answer: Any = None
+    failure: BaseException | None = None
+    while True:
+        try:
+            request = steps.throw(failure) if failure is not None else steps.send(answer)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        answer, failure = None, None
+        if isinstance(request, Sleep):
+            await asyncio.sleep(request.seconds)
+            continue
+        try:
+            answer = await getattr(client, _method_name(request.operation))(**request.params)
+        except BACKEND_ERRORS as exc:
+            failure = exc
+
+
+def call(operation: str, table: str, **params: Any) -> Steps[dict[str, Any]]:
+    """One request; a backend failure becomes a status-carrying GenkitError naming the operation."""
+    if operation not in ("BatchGetItem", "BatchWriteItem", "TransactWriteItems"):
+        params["TableName"] = table
+    try:
+        answer: dict[str, Any] = yield Call(operation, params)
+    except BACKEND_ERRORS as exc:
+        raise map_error(exc, operation, table) from exc
+    return answer
+
+
+def write_one(table: str, action: dict[str, Any]) -> Steps[None]:
+    """A transaction action sent as a single conditional write: a refused condition is :class:`Cancelled`."""
+    kind, request = next(iter(action.items()))
+    operation = {"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem"}[kind]
+    try:
+        yield Call(operation, dict(request))
+    except ClientError as exc:
+        if error_code(exc) == "ConditionalCheckFailedException":
+            raise Cancelled(["ConditionalCheckFailed"]) from exc
+        raise map_error(exc, operation, table) from exc
+    except BACKEND_ERRORS as exc:
+        raise map_error(exc, operation, table) from exc
+
+
+def transact(table: str, actions: list[dict[str, Any]], token: str | None = None) -> Steps[None]:
+    """One TransactWriteItems. A refusal (a condition failed, a conflict) is :class:`Cancelled`; anything
+    else, throttling and validation inside the cancellation included, is a GenkitError.
+
+    ``token`` is the ClientRequestToken: DynamoDB answers a resend with the same token within 10 minutes
+    with the first answer, so a retry after a lost answer recognises its own success."""
+    params: dict[str, Any] = {"TransactItems": actions}
+    if token is not None:
+        params["ClientRequestToken"] = token
+    try:
+        yield Call("TransactWriteItems", params)
+    except ClientError as exc:
+        code = error_code(exc)
+        if code == "TransactionCanceledException":
+            codes = cancellation_codes(exc)
+            if any(c in _REFUSALS_THAT_ARE_FAILURES or c == "ItemCollectionSizeLimitExceeded" for c in codes):
+                raise map_error(exc, "TransactWriteItems", table) from exc
+            raise Cancelled(codes) from exc
+        if code in ("TransactionConflictException", "TransactionInProgressException"):
+            raise Cancelled([]) from exc
+        raise map_error(exc, "TransactWriteItems", table) from exc
+    except BACKEND_ERRORS as exc:
+        raise map_error(exc, "TransactWriteItems", table) from exc
+
+
+def batch_get(
+    table: str, keys: Sequence[dict[str, Any]], projection: str | None = None
+) -> Steps[dict[tuple[str, str], dict[str, Any]]]:
+    """Strongly consistent BatchGetItems of ``keys`` (100 per call), resending unprocessed keys with backoff."""
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    pending = list({(k["pk"]["S"], k["sk"]["S"]): k for k in keys}.values())
+    delay = 0.02
+    while pending:
+        batch, pending = pending[:MAX_BATCH_GET], pending[MAX_BATCH_GET:]
+        request: dict[str, Any] = {"Keys": batch, "ConsistentRead": True}
+        if projection:
+            request["ProjectionExpression"] = projection
+        answer = yield from call("BatchGetItem", table, RequestItems={table: request})
+        for item in answer.get("Responses", {}).get(table, []):
+            found[(item["pk"]["S"], item["sk"]["S"])] = item
+        unprocessed = answer.get("UnprocessedKeys", {}).get(table, {}).get("Keys", [])
+        if unprocessed:
+            pending = list(unprocessed) + pending
+            yield Sleep(random.uniform(0, delay))
+            delay = min(delay * 2, 1.0)
+    return found
+
+
+def batch_write(table: str, requests: Sequence[dict[str, Any]]) -> Steps[None]:
+    """BatchWriteItems of Put and Delete requests (25 per call), resending unprocessed ones with backoff."""
+    delay = 0.02
+    pending = list(requests)
+    while pending:
+        batch, pending = pending[:MAX_BATCH_WRITE], pending[MAX_BATCH_WRITE:]
+        answer = yield from call("BatchWriteItem", table, RequestItems={table: batch})
+        unprocessed = answer.get("UnprocessedItems", {}).get(table, [])
+        if unprocessed:
+            pending = list(unprocessed) + pending
+            yield Sleep(random.uniform(0, delay))
+            delay = min(delay * 2, 1.0)
+
+
+def get_item(table: str, key: dict[str, Any], projection: str | None = None) -> Steps[dict[str, Any] | None]:
+    """A strongly consistent GetItem; None when there is no such item."""
+    params: dict[str, Any] = {"Key": key, "ConsistentRead": True}
+    if projection:
+        params["ProjectionExpression"] = projection
+    answer = yield from call("GetItem", table, **params)
+    item: dict[str, Any] | None = answer.get("Item")
+    return item
+
+
+def query_partition(
+    table: str, pk: dict[str, Any], projection: str | None = None, names: dict[str, str] | None = None
+) -> Steps[list[dict[str, Any]]]:
+    """Every item of one partition: a strongly consistent Query, following its pages."""
+    items: list[dict[str, Any]] = []
+    params: dict[str, Any] = {
+        "KeyConditionExpression": "pk = :pk",
+        "ExpressionAttributeValues": {":pk": pk},
+        "ConsistentRead": True,
+    }
+    if projection:
+        params["ProjectionExpression"] = projection
+    if names:
+        params["ExpressionAttributeNames"] = names
+    while True:
+        page = yield from call("Query", table, **dict(params))
+        items.extend(page.get("Items", []))
+        if "LastEvaluatedKey" not in page:
+            return items
+        params["ExclusiveStartKey"] = page["LastEvaluatedKey"]

@@ -1,0 +1,396 @@
+"""How a save commits: the optimistic read-modify-write, the commit transaction, and large-write staging.
+
+``save`` runs the caller's mutator on what the store last read or wrote under
+the id (a guess; nothing for an id it never saw), applies the shared write
+rules, and writes on the condition that the stored data is exactly what the
+mutator saw. A wrong guess never lands: it counts as a lost race, and every
+rule the guess breaks is judged again on a real read before it is raised.
+
+- A **new snapshot** is one TransactWriteItems: a Put of its item (if absent)
+  and the head write of ``_head.new_snapshot``.
+- A **change** of an existing snapshot's state or status is one
+  TransactWriteItems: an update of its item on its item version (and on it
+  still existing, so a write after a deletion never leaves a ghost) and the
+  head's version move; a heartbeat, which changes neither, is one UpdateItem.
+- Every transaction carries a ClientRequestToken. When its answer is lost the
+  store resends it with the same token, so DynamoDB answers a write it already
+  applied with that success instead of a refused condition.
+- A write too big for one transaction (100 actions, 4 MB) is **staged**: a
+  marker naming its blob, then its parts under an orphan expiry, then the
+  expiry lifted, then the commit, which deletes the marker in the same
+  transaction. So a part a committed snapshot references never expires; a
+  commit that was refused takes its parts back; and a marker that outlives its
+  writer names parts no snapshot references, which ``delete_session`` and
+  ``sweep_staged`` remove.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import uuid
+from typing import Any
+
+import attrs
+from botocore.exceptions import ClientError  # type: ignore[import-untyped]
+
+from genkit_sessions.dynamodb import _head
+from genkit_sessions.dynamodb import _keys as keys
+from genkit_sessions.dynamodb._calls import (
+    Cancelled,
+    Sleep,
+    Steps,
+    batch_write,
+    call,
+    get_item,
+    transact,
+    write_one,
+)
+from genkit_sessions.dynamodb._codec import Plan, Recipe, compress, pack_record, plan_state, split_parts, strict_equal
+from genkit_sessions.dynamodb._engine import INLINE_LIMIT, RECORD_LIMIT, Engine
+from genkit_sessions.dynamodb._expressions import Update, eq, exists, not_exists, render
+from genkit_sessions.dynamodb._items import Head, Loaded, action_size, item_size, put_action, status_attributes
+from genkit_sessions.dynamodb._reads import read_by_id, read_head
+from genkit_sessions.errors import GenkitError, Status
+from genkit_sessions.model.types import SessionSnapshot, SessionState
+from genkit_sessions.model.wire import to_wire
+from genkit_sessions.stores.protocol import Mutator
+from genkit_sessions.stores.write_rules import check_parent, next_snapshot
+
+__all__ = ["save"]
+
+_log = logging.getLogger("genkit_sessions.dynamodb")
+
+MAX_TRANSACTION_ACTIONS = 100
+MAX_TRANSACTION_BYTES = 4 * 1024 * 1024
+_TRANSACTION_MARGIN = 256 * 1024
+_RESENDS = 2
+"""How many times a transaction whose answer was lost is sent again with the same token."""
+
+
+class Contention(Exception):
+    """A conditional write lost to a concurrent writer: read again and retry."""
+
+    def __init__(self, head: Head | None = None) -> None:
+        super().__init__()
+        self.head = head
+        """When the race was for the session's head: the head as read after losing it."""
+
+
+def save(engine: Engine, tenant: str, snapshot_id: str, mutator: Mutator) -> Steps[SessionSnapshot | None]:
+    """S3: atomically apply ``mutator`` to ``snapshot_id``; bounded retries, then ABORTED."""
+    seen_head: Head | None = None
+    for attempt in range(engine.settings.max_attempts):
+        if attempt > 1:
+            yield Sleep(random.uniform(0, min(0.5, 0.01 * 2**attempt)))
+        guessed = attempt == 0
+        existing, snapshot = _guess(engine, tenant, snapshot_id, mutator) if guessed else (None, None)
+        if snapshot is None:
+            guessed = False
+            existing = yield from read_by_id(engine, tenant, snapshot_id)
+            snapshot = next_snapshot(
+                snapshot_id, existing.snapshot if existing is not None else None, mutator, engine.stamp()
+            )
+        if snapshot is None:
+            return None
+        try:
+            if existing is None:
+                yield from _create(engine, tenant, snapshot, seen_head)
+            else:
+                yield from _update(engine, tenant, snapshot, existing)
+        except Contention as contention:
+            seen_head = contention.head or seen_head
+            continue
+        except GenkitError as error:
+            if guessed and error.status is Status.INVALID_ARGUMENT:
+                continue  # a rule the guess broke (S7, say) is judged again on what is really stored
+            raise
+        return snapshot
+    raise GenkitError(
+        Status.ABORTED,
+        f"snapshot {snapshot_id!r}: {engine.settings.max_attempts} attempts in a row lost to concurrent writers "
+        f"on DynamoDB table {engine.table!r}; retry the save later",
+    )
+
+
+def _guess(engine: Engine, tenant: str, snapshot_id: str, mutator: Mutator) -> tuple[Loaded | None, Any]:
+    """Run the mutator on the cached snapshot (or on nothing for an id not in the cache); no snapshot
+    when it declined or raised, so the caller reads the table and runs it on what is really there."""
+    guess = engine.cached(tenant, snapshot_id)
+    try:
+        snapshot = next_snapshot(snapshot_id, guess.snapshot if guess is not None else None, mutator, engine.stamp())
+    except Exception:  # judged again on a real read, where it may well raise for good
+        return guess, None
+    return guess, snapshot
+
+
+def _blob(engine: Engine, snapshot_id: str, plan: Plan) -> tuple[str, list[bytes]]:
+    tag = ("c" if plan.is_page else "d") + os.urandom(6).hex()
+    return keys.blob_name(snapshot_id, tag), split_parts(compress(plan.payload), engine.settings.chunk_bytes)
+
+
+def _record(snapshot: SessionSnapshot, recipe: Recipe) -> bytes:
+    record = compress({"e": to_wire(attrs.evolve(snapshot, state=None)), "r": recipe.to_json()})
+    if len(record) > RECORD_LIMIT:
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"snapshot {snapshot.snapshot_id!r}: everything but its state takes {len(record)} bytes compressed; "
+            f"the DynamoDB store keeps that under {RECORD_LIMIT} bytes: move large data into the state",
+        )
+    return record
+
+
+def _part_items(
+    tenant: str, session_id: str, name: str, parts: list[bytes], expires: int | None
+) -> list[dict[str, Any]]:
+    items = []
+    for index, data in enumerate(parts):
+        item: dict[str, Any] = {**keys.blob_part_key(tenant, session_id, name, index), "d": {"B": data}}
+        if expires is not None:
+            item["exp"] = {"N": str(expires)}
+        items.append(item)
+    return items
+
+
+def _create(engine: Engine, tenant: str, snapshot: SessionSnapshot, seen_head: Head | None) -> Steps[None]:
+    """Create a snapshot. ``seen_head`` is the head this save read after losing a race for it."""
+    session_id = snapshot.session_id
+    assert session_id is not None
+    snapshot_id = snapshot.snapshot_id
+    parent: Loaded | None = None
+    parent_state: SessionState | None = None
+    parent_recipe: Recipe | None = None
+    if snapshot.parent_id is not None:
+        parent = engine.cached(tenant, snapshot.parent_id)
+        if parent is None:
+            parent = yield from read_by_id(engine, tenant, snapshot.parent_id)
+        check_parent(snapshot, parent.snapshot if parent is not None else None)
+        assert parent is not None
+        parent_state, parent_recipe = parent.snapshot.state, parent.recipe
+    expires = parent.expires if parent is not None and parent.expires is not None else None
+    if expires is None and engine.settings.ttl is not None:
+        expires = engine.now_epoch() + int(engine.settings.ttl.total_seconds())
+    plan = plan_state(parent_state, parent_recipe, snapshot.state, engine.settings.checkpoint_every)
+    name, parts = _blob(engine, snapshot_id, plan)
+    inline = len(parts) == 1 and len(parts[0]) <= INLINE_LIMIT
+    recipe = plan.recipe(name, 0 if inline else len(parts))
+    record = _record(snapshot, recipe)
+    if inline:
+        record = pack_record(record, keys.blob_tag(name), parts[0])
+    item = {**keys.snapshot_key(tenant, snapshot_id), "rec": {"B": record}, **status_attributes(snapshot)}
+    if expires is not None:
+        item["exp"] = {"N": str(expires)}
+    head_actions, head_after = _head.new_snapshot(
+        engine,
+        tenant,
+        snapshot,
+        recipe,
+        expires,
+        seen_head or engine.known_head(tenant, session_id),
+        lost_head_race=seen_head is not None,
+    )
+    actions = [put_action(engine.table, item, render(condition=not_exists("pk"))), *head_actions]
+    part_items = [] if inline else _part_items(tenant, session_id, name, parts, expires)
+    try:
+        yield from _commit(engine, tenant, session_id, name, actions, part_items, expires)
+    except Cancelled as cancelled:
+        lost: Head | None = None
+        if not cancelled.failed(0):  # a newer leaf landed first, or the session is gone: read its head
+            lost = yield from read_head(engine, tenant, session_id)
+            if not lost.alive and snapshot.parent_id is not None:  # judge S7 on a fresh read of the parent
+                engine.forget(tenant, [snapshot.parent_id])
+                fresh = yield from read_by_id(engine, tenant, snapshot.parent_id)
+                check_parent(snapshot, fresh.snapshot if fresh is not None else None)
+                raise GenkitError(
+                    Status.FAILED_PRECONDITION,
+                    f"session {session_id!r} has no live head: it was deleted, or a deletion stopped part-way; "
+                    "run delete_session again, or restore the session, before adding to it",
+                ) from None
+        raise Contention(lost) from None
+    except GenkitError:
+        engine.see_head(tenant, session_id, None)  # the outcome may be unknown: read the head next time
+        raise
+    engine.see_head(tenant, session_id, head_after)
+    engine.remember(tenant, Loaded(snapshot, recipe, expires, 1, (snapshot.effective_status.value,)))
+
+
+def _update(engine: Engine, tenant: str, snapshot: SessionSnapshot, existing: Loaded) -> Steps[None]:
+    """Rewrite an existing snapshot on its item version (and on it still existing)."""
+    session_id = snapshot.session_id
+    assert session_id is not None
+    snapshot_id = snapshot.snapshot_id
+    before = existing.snapshot.state
+    state_changed = not (
+        before is snapshot.state
+        or (
+            before is not None and snapshot.state is not None and strict_equal(to_wire(before), to_wire(snapshot.state))
+        )
+    )
+    status_changed = snapshot.effective_status is not existing.snapshot.effective_status
+    recipe = existing.recipe
+    name = ""
+    parts: list[dict[str, Any]] = []
+    if state_changed:
+        plan = plan_state(before, existing.recipe, snapshot.state, engine.settings.checkpoint_every)
+        name, chunks = _blob(engine, snapshot_id, plan)
+        recipe = plan.recipe(name, len(chunks))
+        parts = _part_items(tenant, session_id, name, chunks, existing.expires)
+    # An update, not a put: the blob this snapshot wrote inline at its creation stays, for its children.
+    status = status_attributes(snapshot, existing.statuses)
+    update = Update().set("u", {"B": _record(snapshot, recipe)}).set("v", {"N": str(existing.version + 1)})
+    for attribute, value in status.items():
+        update.set(attribute, value)
+    condition = exists("pk") & (eq("v", {"N": str(existing.version)}) if existing.version > 1 else not_exists("v"))
+    item_update = {
+        "Update": {
+            "TableName": engine.table,
+            "Key": keys.snapshot_key(tenant, snapshot_id),
+            **render(condition=condition, update=update),
+        }
+    }
+    actions = [item_update]
+    if state_changed or status_changed:
+        known = engine.known_head(tenant, session_id)
+        actions.append(_head.change(engine, tenant, session_id, known, snapshot.updated_at or snapshot.created_at))
+    try:
+        yield from _commit(engine, tenant, session_id, name, actions, parts, existing.expires)
+    except Cancelled as cancelled:
+        engine.forget(tenant, [snapshot_id])
+        if len(actions) > 1 and cancelled.failed(1):
+            head = yield from read_head(engine, tenant, session_id)
+            if head.deleting:
+                raise GenkitError(
+                    Status.FAILED_PRECONDITION,
+                    f"session {session_id!r} is being deleted; snapshot {snapshot_id!r} cannot change meanwhile",
+                ) from None
+        raise Contention() from None
+    if len(actions) > 1:
+        engine.see_head(tenant, session_id, None)  # its version moved
+    engine.remember(
+        tenant, Loaded(snapshot, recipe, existing.expires, existing.version + 1, _status_names(status, existing))
+    )
+    if state_changed:  # keep the head's read hint current when this snapshot is the leaf (best effort)
+        try:
+            yield from write_one(engine.table, _head.hint(engine, tenant, session_id, snapshot_id, recipe))
+        except (Cancelled, GenkitError) as exc:
+            if not isinstance(exc, Cancelled):
+                _log.info("could not refresh the read hint of session %r: %s", session_id, exc)
+
+
+def _status_names(status: dict[str, Any], existing: Loaded) -> tuple[str, ...]:
+    if "sh" in status:
+        return tuple(entry["S"] for entry in status["sh"]["L"])
+    return (status["st"]["S"],) if "st" in status else ()
+
+
+def _commit(
+    engine: Engine,
+    tenant: str,
+    session_id: str,
+    blob: str,
+    actions: list[dict[str, Any]],
+    parts: list[dict[str, Any]],
+    expires: int | None,
+) -> Steps[None]:
+    """Write ``parts`` and commit ``actions`` atomically, staging parts when one transaction cannot hold
+    them. A lone action with no parts is a single conditional write, atomic on its own."""
+    if len(actions) == 1 and not parts:
+        yield from write_one(engine.table, actions[0])
+        return
+    size = sum(action_size(a) for a in actions) + sum(item_size(p) for p in parts)
+    if len(actions) + len(parts) <= MAX_TRANSACTION_ACTIONS and size <= MAX_TRANSACTION_BYTES - _TRANSACTION_MARGIN:
+        yield from _transact_surely(engine, actions + [put_action(engine.table, p) for p in parts])
+        return
+    marker = {
+        **keys.marker_key(tenant, session_id, blob),
+        "n": {"N": str(len(parts))},
+        "at": {"N": str(engine.now_epoch())},
+    }
+    yield from call("PutItem", engine.table, Item=marker)
+    orphan_expiry = {"N": str(engine.now_epoch() + int(engine.settings.orphan_ttl.total_seconds()))}
+    staged = [{**p, "exp": orphan_expiry, "stg": {"BOOL": True}} for p in parts]
+    try:
+        yield from batch_write(engine.table, [{"PutRequest": {"Item": p}} for p in staged])
+        yield from _make_permanent(engine, staged, expires)
+    except GenkitError:  # the commit was not attempted: nothing references the parts
+        yield from _discard(engine, staged, marker)
+        raise
+    release = {
+        "Delete": {
+            "TableName": engine.table,
+            "Key": {"pk": marker["pk"], "sk": marker["sk"]},
+            **render(condition=exists("pk")),
+        }
+    }
+    try:
+        yield from _transact_surely(engine, [*actions, release])
+    except Cancelled as cancelled:
+        if getattr(cancelled, "after_lost_answer", False):
+            # A resend refused after a lost answer: the first send may have landed. The commit deletes the
+            # marker atomically, so the marker says which.
+            still_staged = yield from get_item(engine.table, {"pk": marker["pk"], "sk": marker["sk"]})
+            if still_staged is None:
+                return
+        yield from _discard(engine, staged, marker)
+        raise
+    except GenkitError as error:
+        if not _outcome_unknown(error):  # refused: nothing references the parts
+            yield from _discard(engine, staged, marker)
+        raise  # unknown: the parts stay, named by the marker, for sweep_staged and delete_session
+
+
+def _transact_surely(engine: Engine, actions: list[dict[str, Any]]) -> Steps[None]:
+    """A transaction with a ClientRequestToken, sent again with the same token when its answer is lost, so
+    a write DynamoDB applied is recognised as this writer's own success (for 10 minutes, AWS documents)."""
+    token = str(uuid.uuid4())
+    for resend in range(_RESENDS + 1):
+        try:
+            yield from transact(engine.table, actions, token)
+            return
+        except Cancelled as cancelled:
+            cancelled.after_lost_answer = resend > 0  # type: ignore[attr-defined]
+            raise
+        except GenkitError as error:
+            if resend == _RESENDS or not _outcome_unknown(error):
+                raise
+            yield Sleep(random.uniform(0.01, 0.05 * 2**resend))
+
+
+def _outcome_unknown(error: GenkitError) -> bool:
+    """True when the backend's answer was lost (a timeout, a dropped connection, a 5xx), so the write
+    may have been applied; False when DynamoDB answered that it refused it."""
+    cause = error.__cause__
+    if isinstance(cause, ClientError):
+        http_status = cause.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 400)
+        return not (isinstance(http_status, int) and 400 <= http_status < 500)
+    return cause is not None
+
+
+def _make_permanent(engine: Engine, parts: list[dict[str, Any]], expires: int | None) -> Steps[None]:
+    """Lift the orphan expiry of staged parts before the commit that references them (the store's own
+    TTL, when it has one, replaces it)."""
+    for part in parts:
+        update = Update().remove("stg")
+        if expires is not None:
+            update.set("exp", {"N": str(expires)})
+        else:
+            update.remove("exp")
+        yield from call(
+            "UpdateItem",
+            engine.table,
+            Key={"pk": part["pk"], "sk": part["sk"]},
+            **render(condition=exists("pk"), update=update),
+        )
+
+
+def _discard(engine: Engine, parts: list[dict[str, Any]], marker: dict[str, Any]) -> Steps[None]:
+    """Best effort: delete parts whose commit did not happen, then their marker. What stays is named by
+    the marker, so ``delete_session`` and ``sweep_staged`` remove it later."""
+    try:
+        yield from batch_write(
+            engine.table, [{"DeleteRequest": {"Key": {"pk": p["pk"], "sk": p["sk"]}}} for p in parts]
+        )
+        yield from call("DeleteItem", engine.table, Key={"pk": marker["pk"], "sk": marker["sk"]})
+    except GenkitError as exc:
+        _log.warning("could not delete %d uncommitted blob parts (%s); delete_session removes them", len(parts), exc)

@@ -1,0 +1,128 @@
+"""What the store's logic shares, whichever driver runs it: settings, and the caches of one store.
+
+The caches are safe under threads and tasks: a lock guards every access and is
+never held across a request.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import threading
+from collections.abc import Iterable
+from datetime import timedelta
+
+import attrs
+
+from genkit_sessions.dynamodb._codec import Recipe
+from genkit_sessions.dynamodb._items import Head, Loaded
+from genkit_sessions.errors import GenkitError, Status
+from genkit_sessions.model.clock import Clock, MonotonicStamper
+from genkit_sessions.model.types import SessionState
+from genkit_sessions.stores.protocol import TenantFn
+
+__all__ = ["Engine", "Settings"]
+
+RECORD_LIMIT = 120 * 1024
+"""A snapshot's record (everything but its state) compressed, at most: the record packed with its inline
+blob, plus the record an update writes beside it, stay under the 400 KB item limit."""
+INLINE_LIMIT = 130 * 1024
+"""A blob at most this big (compressed) is packed into its snapshot's item instead of a part item."""
+
+
+@attrs.frozen
+class Settings:
+    """The store's options, checked once."""
+
+    table: str
+    tenant_of: TenantFn
+    clock: Clock
+    checkpoint_every: int
+    ttl: timedelta | None
+    orphan_ttl: timedelta
+    max_attempts: int
+    chunk_bytes: int
+    watch_interval: float
+    watch_max_interval: float
+    cache_size: int
+    head_ids: int
+
+
+class Engine:
+    """Settings plus one store's memory: recently read or written snapshots, and the last head seen per
+    session (which makes a turn-end save need no read)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.table = settings.table
+        self.stamp = MonotonicStamper(settings.clock)
+        self._cache: collections.OrderedDict[tuple[str, str], Loaded] = collections.OrderedDict()
+        self._heads: collections.OrderedDict[tuple[str, str], Head] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def now_epoch(self) -> int:
+        """The clock, in epoch seconds (TTL attributes)."""
+        return int(self.settings.clock().timestamp())
+
+    @staticmethod
+    def token() -> str:
+        """A fresh random version token or nonce."""
+        return os.urandom(8).hex()
+
+    def data_loss(self, snapshot_id: str, problem: str) -> GenkitError:
+        """DATA_LOSS for a snapshot whose stored bytes do not decode."""
+        return GenkitError(
+            Status.DATA_LOSS,
+            f"stored data of snapshot {snapshot_id!r} in DynamoDB table {self.table!r} cannot be decoded "
+            f"({problem}); restore the session from a backup or delete it",
+        )
+
+    # --- snapshots -------------------------------------------------------------------------
+
+    def remember(self, tenant: str, loaded: Loaded) -> None:
+        """Keep a snapshot just read or written: its state is immutable per recipe."""
+        if self.settings.cache_size <= 0:
+            return
+        key = (tenant, loaded.snapshot.snapshot_id)
+        with self._lock:
+            self._cache[key] = loaded
+            self._cache.move_to_end(key)
+            while len(self._cache) > self.settings.cache_size:
+                self._cache.popitem(last=False)
+
+    def cached(self, tenant: str, snapshot_id: str) -> Loaded | None:
+        """The snapshot as this store last read or wrote it, if it still remembers."""
+        with self._lock:
+            return self._cache.get((tenant, snapshot_id))
+
+    def recall(self, tenant: str, snapshot_id: str, recipe: Recipe) -> tuple[bool, SessionState | None]:
+        """``(True, state)`` when the cache holds the state this recipe rebuilds."""
+        hit = self.cached(tenant, snapshot_id)
+        if hit is not None and hit.recipe == recipe:
+            return True, hit.snapshot.state
+        return False, None
+
+    def forget(self, tenant: str, snapshot_ids: Iterable[str]) -> None:
+        """Drop snapshots from the cache."""
+        with self._lock:
+            for snapshot_id in snapshot_ids:
+                self._cache.pop((tenant, snapshot_id), None)
+
+    # --- heads -----------------------------------------------------------------------------
+
+    def see_head(self, tenant: str, session_id: str, head: Head | None) -> None:
+        """Remember (or, with None, forget) a session's head as last read or written."""
+        key = (tenant, session_id)
+        with self._lock:
+            if head is None or self.settings.cache_size <= 0:
+                self._heads.pop(key, None)
+                return
+            self._heads[key] = head
+            self._heads.move_to_end(key)
+            while len(self._heads) > self.settings.cache_size:
+                self._heads.popitem(last=False)
+
+    def known_head(self, tenant: str, session_id: str) -> Head | None:
+        """The head as this store last read or wrote it, if it still remembers."""
+        with self._lock:
+            return self._heads.get((tenant, session_id))

@@ -1,0 +1,249 @@
+"""Every write of a session's head, the session's record, in one place.
+
+The head names the leaf, lists the newest members, and carries the session
+record (version ``sv``, ``ca``/``ua``, metadata ``md``, expiry ``exp``). Every
+write that depends on what the session holds is conditioned on the head:
+
+- a **new snapshot** replaces the head whole on its exact version token ``hv``
+  when this store knows the head (the new item starts from the known one, so
+  no attribute is dropped), or updates it in place when it does not; either
+  way the version ``sv`` moves up by one and the head must be alive (a child)
+  or absent / a finished tombstone (a root);
+- a **change** of a snapshot's state or status moves ``sv`` and ``hv`` in the
+  same transaction as the snapshot's own update, on a live head;
+- a **restore** replaces the head on the version it read;
+- a **deletion** first turns the head into a tombstone that still lists what
+  is to be deleted (so no write can land meanwhile, and a rerun finishes the
+  job), then into a bare tombstone that keeps ``sv``, so a recreated session
+  never reuses a version number;
+- the **read hint** ``rc`` is refreshed in place while the snapshot is the
+  leaf (a hint only: no other attribute changes, so ``hv`` stays).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from genkit_sessions.dynamodb import _keys as keys
+from genkit_sessions.dynamodb._codec import Recipe, compress
+from genkit_sessions.dynamodb._engine import Engine
+from genkit_sessions.dynamodb._expressions import Condition, Update, eq, exists, lt, not_exists, render, size_lt
+from genkit_sessions.dynamodb._items import Head, id_list, put_action
+from genkit_sessions.errors import GenkitError, Status
+from genkit_sessions.model.types import SessionSnapshot
+
+__all__ = ["change", "final_tombstone", "hint", "new_snapshot", "restored", "tombstone"]
+
+_RECORD_ATTRIBUTES = ("ca", "md", "exp")
+"""What a replaced head carries over from the one it replaces (everything else is recomputed)."""
+
+
+def _alive() -> Condition:
+    return exists("pk") & not_exists("dead")
+
+
+def _being_deleted(session_id: str) -> GenkitError:
+    return GenkitError(
+        Status.FAILED_PRECONDITION,
+        f"session {session_id!r} is being deleted, or a deletion stopped part-way; "
+        "run delete_session again before adding to it",
+    )
+
+
+def new_snapshot(
+    engine: Engine,
+    tenant: str,
+    snapshot: SessionSnapshot,
+    recipe: Recipe,
+    expires: int | None,
+    known: Head | None,
+    lost_head_race: bool,
+) -> tuple[list[dict[str, Any]], Head]:
+    """The actions that make a new snapshot its session's leaf, and the head they leave.
+
+    When this store knows the whole head, a Put replaces it on its exact version and, until this
+    save has lost a race for the head, on it not moving back in time (after one, the version alone
+    decides, so clock skew between writers cannot starve one). A head holding ``head_ids`` ids moves
+    them to a new member page in the same transaction. Otherwise an UpdateItem adds the id, moves
+    the version, and must find room, a live head (a child) or no head (a root), and an older leaf.
+    """
+    session_id = snapshot.session_id
+    assert session_id is not None
+    table = engine.table
+    snapshot_id = snapshot.snapshot_id
+    version = engine.token()
+    head_key = keys.head_key(tenant, session_id)
+    created = {"S": snapshot.created_at}
+    fields: dict[str, Any] = {
+        "leaf": {"S": snapshot_id},
+        "lc": created,
+        "rc": {"B": compress(recipe.to_json())},
+        "hv": {"S": version},
+        "ua": created,
+    }
+    if expires is not None:
+        fields["exp"] = {"N": str(expires)}
+    fully_known = known is not None and known.ids is not None and (known.item is not None or not known.exists)
+    if known is not None and fully_known:
+        if known.deleting:
+            raise _being_deleted(session_id)
+        if known.alive or snapshot.parent_id is None:
+            return _replace(engine, tenant, snapshot, fields, known, lost_head_race)
+    update = Update()
+    for name, value in fields.items():
+        update.set(name, value)
+    update.set_default("ca", created).add("ids", id_list([snapshot_id])).add("sv", {"N": "1"})
+    room = not_exists("ids") | size_lt("ids", {"N": str(engine.settings.head_ids)})
+    newer = lt("lc", created)
+    if known is not None and known.version is not None and known.alive:
+        condition = eq("hv", {"S": known.version}) & room
+        if not lost_head_race:
+            condition = condition & newer
+    elif snapshot.parent_id is not None:
+        condition = _alive() & exists("sv") & newer & room
+    else:
+        condition = not_exists("pk") | (not_exists("dead") & exists("sv") & newer & room)
+    action = {"Update": {"TableName": table, "Key": head_key, **render(condition=condition, update=update)}}
+    return [action], Head(version, None)
+
+
+def _replace(
+    engine: Engine,
+    tenant: str,
+    snapshot: SessionSnapshot,
+    fields: dict[str, Any],
+    known: Head,
+    lost_head_race: bool,
+) -> tuple[list[dict[str, Any]], Head]:
+    session_id = snapshot.session_id
+    assert session_id is not None and known.ids is not None
+    snapshot_id = snapshot.snapshot_id
+    base = known.item if known.alive and known.item is not None else {}
+    carried = {name: base[name] for name in _RECORD_ATTRIBUTES if name in base}
+    actions: list[dict[str, Any]] = []
+    ids: tuple[str, ...] = (*known.ids, snapshot_id) if known.alive else (snapshot_id,)
+    if known.alive and len(known.ids) >= engine.settings.head_ids:
+        page = {**keys.page_key(tenant, session_id, fields["hv"]["S"]), "ids": id_list(known.ids)}
+        if "exp" in fields:
+            page["exp"] = fields["exp"]
+        actions.append(put_action(engine.table, page, render(condition=not_exists("pk"))))
+        ids = (snapshot_id,)
+    head = {
+        **keys.head_key(tenant, session_id),
+        "ca": fields["lc"],
+        **carried,
+        **fields,
+        "ids": id_list(ids),
+        "sv": {"N": str(known.session_version + 1)},
+    }
+    if known.version is None:
+        condition = not_exists("pk")
+    else:
+        condition = eq("hv", {"S": known.version})
+        if known.alive and not lost_head_race:
+            condition = condition & lt("lc", fields["lc"])
+    return [put_action(engine.table, head, render(condition=condition)), *actions], Head(fields["hv"]["S"], ids, head)
+
+
+def change(engine: Engine, tenant: str, session_id: str, known: Head | None, now: str) -> dict[str, Any]:
+    """The head action of a write that changes a snapshot's state or status: the session version moves
+    by one, on a live head. A head written before versions existed is upgraded on its exact token."""
+    update = Update().set("hv", {"S": engine.token()}).set("ua", {"S": now})
+    if known is not None and known.alive and known.item is not None and "sv" not in known.item:
+        assert known.version is not None
+        update.set("sv", {"N": str(known.session_version + 1)})
+        condition = eq("hv", {"S": known.version})
+    else:
+        update.add("sv", {"N": "1"})
+        condition = _alive() & exists("sv")
+    return {
+        "Update": {
+            "TableName": engine.table,
+            "Key": keys.head_key(tenant, session_id),
+            **render(condition=condition, update=update),
+        }
+    }
+
+
+def hint(engine: Engine, tenant: str, session_id: str, snapshot_id: str, recipe: Recipe) -> dict[str, Any]:
+    """Refresh the leaf's read hint while ``snapshot_id`` is still the leaf."""
+    update = Update().set("rc", {"B": compress(recipe.to_json())})
+    return {
+        "Update": {
+            "TableName": engine.table,
+            "Key": keys.head_key(tenant, session_id),
+            **render(condition=_alive() & eq("leaf", {"S": snapshot_id}), update=update),
+        }
+    }
+
+
+def restored(
+    engine: Engine,
+    tenant: str,
+    session_id: str,
+    read: Head,
+    ids: list[str],
+    leaf: SessionSnapshot | None,
+    leaf_recipe: Recipe | None,
+    expires: int | None,
+    created_at: str | None,
+    cyclic: int,
+    added: int,
+) -> dict[str, Any]:
+    """The head after a restore, replacing the one read (on its exact version, so a turn that lands
+    in between makes the restore read again instead of dropping it)."""
+    if read.deleting:
+        raise _being_deleted(session_id)
+    base = read.item if read.alive and read.item is not None else {}
+    head: dict[str, Any] = {
+        **keys.head_key(tenant, session_id),
+        **{name: base[name] for name in ("ca", "md") if name in base},
+        "hv": {"S": engine.token()},
+        "ids": id_list(ids),
+        "sv": {"N": str(read.session_version + added)},
+    }
+    if created_at is not None:
+        head.setdefault("ca", {"S": created_at})
+    if leaf is None:
+        head["cyc"] = {"N": str(cyclic)}
+    else:
+        assert leaf_recipe is not None
+        head.update(
+            leaf={"S": leaf.snapshot_id},
+            lc={"S": leaf.created_at},
+            ua={"S": leaf.updated_at or leaf.created_at},
+            rc={"B": compress(leaf_recipe.to_json())},
+        )
+    if expires is not None:
+        head["exp"] = {"N": str(expires)}
+    condition = not_exists("pk") if read.version is None else eq("hv", {"S": read.version})
+    return put_action(engine.table, head, render(condition=condition))
+
+
+def tombstone(engine: Engine, tenant: str, session_id: str, read: Head) -> tuple[dict[str, Any], str]:
+    """The first write of a deletion: the head becomes a tombstone that still lists every member (no
+    write can land on it, readers see no session), on the version read. Returns it and its token."""
+    version = engine.token()
+    item = {
+        **(read.item or {}),
+        **keys.head_key(tenant, session_id),
+        "hv": {"S": version},
+        "dead": {"BOOL": True},
+        "del": {"BOOL": True},
+        "sv": {"N": str(read.session_version)},
+    }
+    item.pop("exp", None)
+    condition = not_exists("pk") if read.version is None else eq("hv", {"S": read.version})
+    return put_action(engine.table, item, render(condition=condition)), version
+
+
+def final_tombstone(engine: Engine, tenant: str, session_id: str, version: str, session_version: int) -> dict[str, Any]:
+    """The last write of a deletion: a bare tombstone keeping only the session version, on the token
+    of the tombstone the deletion started with."""
+    item = {
+        **keys.head_key(tenant, session_id),
+        "hv": {"S": engine.token()},
+        "dead": {"BOOL": True},
+        "sv": {"N": str(session_version)},
+    }
+    return put_action(engine.table, item, render(condition=eq("hv", {"S": version})))

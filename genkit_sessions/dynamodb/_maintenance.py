@@ -1,0 +1,232 @@
+"""Whole-session writes: deletion, verbatim restore, and the sweep of a dead writer's staged parts.
+
+Deletion starts by turning the head into a tombstone on the version it read:
+from then on no write can land in the session (children need a live head,
+roots need no head or a finished tombstone), readers see no session, and the
+tombstone still lists every member, so a deletion that stops part-way is
+finished by running it again. The snapshot items, member pages, blob parts and
+staging markers go next, and a bare tombstone that keeps the session version
+last.
+
+A restore writes its snapshot items, then replaces each touched head on the
+exact version it read; a turn that lands in between makes it read and
+recompute instead of dropping that turn.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable
+from typing import Any
+
+from genkit_sessions.dynamodb import _head
+from genkit_sessions.dynamodb import _keys as keys
+from genkit_sessions.dynamodb._calls import Cancelled, Steps, batch_write, get_item, query_partition, write_one
+from genkit_sessions.dynamodb._codec import Recipe, plan_state
+from genkit_sessions.dynamodb._commit import _blob, _part_items, _record
+from genkit_sessions.dynamodb._engine import Engine
+from genkit_sessions.dynamodb._expressions import exists, render
+from genkit_sessions.dynamodb._items import (
+    Head,
+    dedupe,
+    delete_request,
+    id_list,
+    member_ids,
+    pages_of,
+    status_attributes,
+)
+from genkit_sessions.dynamodb._reads import decode_item, members
+from genkit_sessions.errors import GenkitError, Status
+from genkit_sessions.model.types import SessionSnapshot
+from genkit_sessions.stores.write_rules import leaf_of, restorable
+
+__all__ = ["delete_session", "restore", "sweep_staged"]
+
+_ROUNDS = 3
+
+
+def delete_session(engine: Engine, tenant: str, session_id: str) -> Steps[int]:
+    """V6 / S11: delete every item of the session; returns how many snapshots went."""
+    for _ in range(_ROUNDS):
+        rows = yield from query_partition(engine.table, keys.session_pk(tenant, session_id))
+        head = Head.of(next((r for r in rows if r["sk"]["S"] == keys.HEAD_SK), None))
+        if not rows or (head.dead and not head.deleting and len(rows) == 1):
+            engine.see_head(tenant, session_id, None)
+            return 0
+        action, token = _head.tombstone(engine, tenant, session_id, head)
+        try:
+            yield from write_one(engine.table, action)
+        except Cancelled:
+            continue  # a writer moved the head since this round read it: read again
+        engine.see_head(tenant, session_id, None)
+        found = yield from members(engine, tenant, session_id, member_ids(rows))
+        yield from batch_write(engine.table, [{"DeleteRequest": {"Key": keys.snapshot_key(tenant, s)}} for s in found])
+        engine.forget(tenant, found)
+        yield from batch_write(engine.table, [delete_request(r) for r in rows if r["sk"]["S"] != keys.HEAD_SK])
+        # Parts a writer staged after the first Query: its commit cannot land on the tombstone.
+        late = yield from query_partition(engine.table, keys.session_pk(tenant, session_id), "pk, sk")
+        yield from batch_write(engine.table, [delete_request(r) for r in late if r["sk"]["S"] != keys.HEAD_SK])
+        # Cancelled: another deletion of the same session took over and finishes the job.
+        with contextlib.suppress(Cancelled):
+            yield from write_one(
+                engine.table, _head.final_tombstone(engine, tenant, session_id, token, head.session_version)
+            )
+        return len(found)
+    raise GenkitError(
+        Status.ABORTED,
+        f"session {session_id!r} kept changing under concurrent writers through {_ROUNDS} attempts to delete it "
+        f"on DynamoDB table {engine.table!r}; stop its writers, then delete it again",
+    )
+
+
+def sweep_staged(engine: Engine, tenant: str, session_id: str, older_than: int) -> Steps[int]:
+    """Delete the parts named by staging markers written before ``older_than`` (epoch seconds) whose commit
+    never landed (a commit deletes its marker), and those markers; returns how many markers went."""
+    rows = yield from query_partition(
+        engine.table,
+        keys.session_pk(tenant, session_id),
+        "#pk, #sk, #n, #at",
+        {"#pk": "pk", "#sk": "sk", "#n": "n", "#at": "at"},
+    )
+    swept = 0
+    for row in rows:
+        blob = keys.marker_blob(row["sk"]["S"])
+        if blob is None or int(row.get("at", {"N": "0"})["N"]) >= older_than:
+            continue
+        count = int(row.get("n", {"N": "0"})["N"])
+        try:
+            yield from write_one(
+                engine.table,
+                {
+                    "Delete": {
+                        "TableName": engine.table,
+                        "Key": {"pk": row["pk"], "sk": row["sk"]},
+                        **render(condition=exists("pk")),
+                    }
+                },
+            )
+        except Cancelled:
+            continue  # its commit (or another sweep) took it first
+        parts = [keys.blob_part_key(tenant, session_id, blob, i) for i in range(count)]
+        yield from batch_write(engine.table, [{"DeleteRequest": {"Key": k}} for k in parts])
+        swept += 1
+    return swept
+
+
+def restore(engine: Engine, tenant: str, snapshots: Iterable[SessionSnapshot]) -> Steps[int]:
+    """S11: store snapshots verbatim (no stamping, no rule checks) and recompute each touched head."""
+    checked = [restorable(snapshot) for snapshot in snapshots]
+    expires = engine.now_epoch() + int(engine.settings.ttl.total_seconds()) if engine.settings.ttl else None
+    for session_id in dict.fromkeys(session_id for _, session_id in checked):
+        head_item = yield from get_item(engine.table, keys.head_key(tenant, session_id))
+        if Head.of(head_item).deleting:
+            raise GenkitError(
+                Status.FAILED_PRECONDITION,
+                f"session {session_id!r} is being deleted, or a deletion stopped part-way; "
+                "run delete_session again, then restore",
+            )
+    requests: list[dict[str, Any]] = []
+    added: dict[str, list[str]] = {}
+    touched: set[str] = set()
+    for snapshot, session_id in checked:
+        previous = yield from get_item(engine.table, keys.snapshot_key(tenant, snapshot.snapshot_id))
+        old_session = _session_of_item(engine, previous, snapshot.snapshot_id)
+        if old_session is not None and old_session != session_id:
+            touched.add(old_session)
+        version = int(previous["v"]["N"]) + 1 if previous is not None and "v" in previous else 1
+        plan = plan_state(None, None, snapshot.state, engine.settings.checkpoint_every)
+        name, chunks = _blob(engine, snapshot.snapshot_id, plan)
+        recipe = plan.recipe(name, len(chunks))
+        requests += [{"PutRequest": {"Item": p}} for p in _part_items(tenant, session_id, name, chunks, expires)]
+        item: dict[str, Any] = {
+            **keys.snapshot_key(tenant, snapshot.snapshot_id),
+            "rec": {"B": _record(snapshot, recipe)},
+            **status_attributes(snapshot),
+            **({"v": {"N": str(version)}} if version > 1 else {}),
+        }
+        if expires is not None:
+            item["exp"] = {"N": str(expires)}
+        if previous is not None and "rec" in previous:  # it may hold the inline blob children read
+            item["u"], item["rec"] = item["rec"], previous["rec"]
+        requests.append({"PutRequest": {"Item": item}})
+        touched.add(session_id)
+        added.setdefault(session_id, []).append(snapshot.snapshot_id)
+        if len(requests) >= 100:
+            yield from batch_write(engine.table, dedupe(requests))
+            requests = []
+    yield from batch_write(engine.table, dedupe(requests))
+    engine.forget(tenant, [i for ids in added.values() for i in ids])
+    for session_id in sorted(touched):
+        yield from _recompute_head(engine, tenant, session_id, added.get(session_id, []))
+    return len(checked)
+
+
+def _session_of_item(engine: Engine, item: dict[str, Any] | None, snapshot_id: str) -> str | None:
+    if item is None:
+        return None
+    try:
+        return decode_item(engine, item, snapshot_id)[0].session_id
+    except GenkitError:  # restoring over corrupt data replaces it
+        return None
+
+
+def _recompute_head(engine: Engine, tenant: str, session_id: str, added: list[str]) -> Steps[None]:
+    """Rewrite a session's head and member pages from its snapshot items: the leaf is the most recently
+    created snapshot without children. New pages go first, then the head on the exact version read, and
+    old pages last; a head that moved in between makes it read again."""
+    for _ in range(engine.settings.max_attempts):
+        rows = yield from query_partition(engine.table, keys.session_pk(tenant, session_id))
+        read = Head.of(next((r for r in rows if r["sk"]["S"] == keys.HEAD_SK), None))
+        old_pages = [r for r in rows if r["sk"]["S"].startswith(keys.PAGE_PREFIX)]
+        listed = member_ids(rows) if read.alive or read.deleting else []
+        found = yield from members(engine, tenant, session_id, dict.fromkeys([*listed, *added]))
+        engine.see_head(tenant, session_id, None)
+        decoded: dict[str, tuple[SessionSnapshot, Recipe]] = {}
+        for snapshot_id, (_, envelope_and_recipe) in found.items():
+            if isinstance(envelope_and_recipe, GenkitError):
+                raise envelope_and_recipe
+            decoded[snapshot_id] = envelope_and_recipe
+        if not found:
+            if read.alive:  # every member moved to other sessions
+                yield from write_one(engine.table, _head.tombstone(engine, tenant, session_id, read)[0])
+            yield from batch_write(engine.table, [delete_request(r) for r in old_pages])
+            return
+        ids = list(found)
+        head_ids, paged = ids[-engine.settings.head_ids :], ids[: -engine.settings.head_ids]
+        leaf = leaf_of(envelope for envelope, _ in decoded.values())
+        expires = None
+        if leaf is not None:
+            leaf_item = found[leaf.snapshot_id][0]
+            expires = int(leaf_item["exp"]["N"]) if "exp" in leaf_item else None
+        pages = []
+        for chunk in pages_of(paged):
+            page: dict[str, Any] = {**keys.page_key(tenant, session_id, engine.token()), "ids": id_list(chunk)}
+            if expires is not None:
+                page["exp"] = {"N": str(expires)}
+            pages.append({"PutRequest": {"Item": page}})
+        yield from batch_write(engine.table, pages)
+        head = _head.restored(
+            engine,
+            tenant,
+            session_id,
+            read,
+            head_ids,
+            leaf,
+            decoded[leaf.snapshot_id][1] if leaf is not None else None,
+            expires,
+            min(e.created_at for e, _ in decoded.values()),
+            len(found),
+            len(added),
+        )
+        try:
+            yield from write_one(engine.table, head)
+        except Cancelled:  # a turn landed since the Query: take the new pages back and read again
+            yield from batch_write(engine.table, [delete_request(p["PutRequest"]["Item"]) for p in pages])
+            continue
+        yield from batch_write(engine.table, [delete_request(r) for r in old_pages])
+        return
+    raise GenkitError(
+        Status.ABORTED,
+        f"session {session_id!r} kept changing under concurrent writers while its head was restored on "
+        f"DynamoDB table {engine.table!r}; run the restore again",
+    )

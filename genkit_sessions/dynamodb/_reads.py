@@ -1,0 +1,247 @@
+"""Reads: a snapshot by id, a session's leaf, a session's members, and the status a watcher polls.
+
+Every read is strongly consistent and, for one snapshot, two calls: the item (or
+the head), then one BatchGetItem of the blobs its recipe names. Blobs are
+immutable, so a state rebuilt from a recipe is cached by that recipe and never
+goes stale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+
+from genkit_sessions.dynamodb import _keys as keys
+from genkit_sessions.dynamodb._calls import Steps, batch_get, get_item, query_partition
+from genkit_sessions.dynamodb._codec import CorruptData, Recipe, decompress, fold, join_parts, unpack_record
+from genkit_sessions.dynamodb._engine import Engine
+from genkit_sessions.dynamodb._items import Head, Loaded, member_ids, status_history
+from genkit_sessions.errors import GenkitError, Status
+from genkit_sessions.model.types import Message, SessionSnapshot, SessionState, SnapshotStatus
+from genkit_sessions.model.wire import from_wire, messages_from_wire
+
+__all__ = [
+    "Member",
+    "decode_item",
+    "list_snapshots",
+    "load",
+    "members",
+    "read_by_id",
+    "read_head",
+    "read_leaf",
+    "statuses",
+]
+
+Member = tuple[dict[str, Any], "tuple[SessionSnapshot, Recipe] | GenkitError"]
+"""A session member's snapshot item, with its envelope and recipe or the error decoding them."""
+
+Found = dict[tuple[str, str], dict[str, Any]]
+
+
+def _at(found: Found, key: dict[str, Any]) -> dict[str, Any] | None:
+    return found.get((key["pk"]["S"], key["sk"]["S"]))
+
+
+def decode_item(engine: Engine, item: dict[str, Any], snapshot_id: str) -> tuple[SessionSnapshot, Recipe]:
+    """The envelope (snapshot without state) and recipe stored on a snapshot item."""
+    try:
+        data = bytes(item["u"]["B"]) if "u" in item else unpack_record(bytes(item["rec"]["B"]))[0]
+        record = decompress(data)
+        envelope = from_wire(SessionSnapshot, record["e"])
+        recipe = Recipe.from_json(record["r"])
+    except (CorruptData, KeyError, TypeError) as exc:
+        raise engine.data_loss(snapshot_id, str(exc)) from None
+    except GenkitError as exc:
+        raise engine.data_loss(snapshot_id, exc.message) from None
+    return envelope, recipe
+
+
+def part_keys(tenant: str, session_id: str, recipe: Recipe) -> list[dict[str, Any]]:
+    """The items a recipe reads: part items, and the snapshot items that hold inline blobs."""
+    wanted: list[dict[str, Any]] = []
+    for name, count in recipe.refs:
+        if count == 0:
+            wanted.append(keys.snapshot_key(tenant, keys.blob_owner(name)))
+        else:
+            wanted += [keys.blob_part_key(tenant, session_id, name, part) for part in range(count)]
+    return wanted
+
+
+def rebuild(
+    engine: Engine,
+    tenant: str,
+    session_id: str,
+    snapshot_id: str,
+    recipe: Recipe,
+    prefetched: Found,
+    memo: dict[str, tuple[Message, ...]] | None = None,
+) -> Steps[SessionState | None]:
+    """The state a recipe folds to, fetching the blobs ``prefetched`` lacks in one BatchGetItem."""
+    wanted = part_keys(tenant, session_id, recipe)
+    missing = [k for k in wanted if _at(prefetched, k) is None]
+    found = dict(prefetched)
+    if missing:
+        found.update((yield from batch_get(engine.table, missing)))
+    payloads: list[Any] = []
+    for name, count in recipe.refs:
+        chunks: list[bytes] = []
+        if count == 0:
+            row = _at(found, keys.snapshot_key(tenant, keys.blob_owner(name)))
+            tag, inline = None, None
+            if row is not None and "rec" in row:
+                try:
+                    _, tag, inline = unpack_record(bytes(row["rec"]["B"]))
+                except CorruptData as exc:
+                    raise engine.data_loss(snapshot_id, str(exc)) from None
+            if inline is None or tag != keys.blob_tag(name):
+                raise engine.data_loss(snapshot_id, f"inline blob {name!r} is missing")
+            chunks.append(inline)
+        for part in range(count):
+            part_item = _at(found, keys.blob_part_key(tenant, session_id, name, part))
+            if part_item is None or "d" not in part_item:
+                raise engine.data_loss(snapshot_id, f"blob part {part} of {count} is missing")
+            chunks.append(bytes(part_item["d"]["B"]))
+        try:
+            payloads.append(decompress(join_parts(chunks)))
+        except CorruptData as exc:
+            raise engine.data_loss(snapshot_id, str(exc)) from None
+    names = [name for name, _ in recipe.refs]
+
+    def decode(index: int, wire: Any) -> tuple[Message, ...]:
+        if memo is not None and names[index] in memo:
+            return memo[names[index]]
+        if not isinstance(wire, list):
+            raise CorruptData("a message list is not an array")
+        messages = messages_from_wire(wire)
+        if memo is not None:
+            memo[names[index]] = messages
+        return messages
+
+    try:
+        return fold(payloads, decode)
+    except CorruptData as exc:
+        raise engine.data_loss(snapshot_id, str(exc)) from None
+    except GenkitError as exc:
+        raise engine.data_loss(snapshot_id, exc.message) from None
+
+
+def load(
+    engine: Engine, tenant: str, item: dict[str, Any], snapshot_id: str, prefetched: Found | None = None
+) -> Steps[Loaded]:
+    """A snapshot item decoded, its state rebuilt (from the cache when its recipe is cached)."""
+    envelope, recipe = decode_item(engine, item, snapshot_id)
+    hit, state = engine.recall(tenant, snapshot_id, recipe)
+    if not hit:
+        state = yield from rebuild(engine, tenant, envelope.session_id or "", snapshot_id, recipe, prefetched or {})
+    expires = int(item["exp"]["N"]) if "exp" in item else None
+    version = int(item["v"]["N"]) if "v" in item else 1
+    loaded = Loaded(attrs.evolve(envelope, state=state), recipe, expires, version, status_history(item))
+    engine.remember(tenant, loaded)
+    return loaded
+
+
+def read_by_id(engine: Engine, tenant: str, snapshot_id: str) -> Steps[Loaded | None]:
+    """A snapshot by id: GetItem, then its blobs."""
+    key = keys.snapshot_key(tenant, snapshot_id)
+    item = yield from get_item(engine.table, key)
+    if item is None:
+        return None
+    return (yield from load(engine, tenant, item, snapshot_id, {(key["pk"]["S"], key["sk"]["S"]): item}))
+
+
+def read_head(engine: Engine, tenant: str, session_id: str, projection: str | None = None) -> Steps[Head]:
+    """A session's head, remembered for the next write (a projection is not remembered whole)."""
+    item = yield from get_item(engine.table, keys.head_key(tenant, session_id), projection)
+    head = Head.of(item)
+    if projection is not None and item is not None:
+        head = Head(head.version, head.ids, None)
+    engine.see_head(tenant, session_id, head if projection is None else None)
+    return head
+
+
+def read_leaf(engine: Engine, tenant: str, session_id: str) -> Steps[SessionSnapshot | None]:
+    """A session's leaf: GetItem of the head, then one BatchGetItem of the leaf's item and the blobs of
+    the head's read hint."""
+    head = yield from read_head(engine, tenant, session_id)
+    item = head.item
+    if item is None or head.dead:
+        return None
+    if "leaf" not in item:
+        if "cyc" in item:
+            raise GenkitError(
+                Status.DATA_LOSS,
+                f"session {session_id!r} holds {item['cyc']['N']} snapshot(s) but none is a leaf: its parent "
+                "chain is cyclic; resume a snapshot by id, or delete and restore the session",
+            )
+        return None
+    leaf = item["leaf"]["S"]
+    hint: Recipe | None = None
+    if "rc" in item:
+        try:
+            hint = Recipe.from_json(decompress(item["rc"]["B"]))
+        except CorruptData:
+            hint = None
+    wanted = [keys.snapshot_key(tenant, leaf)]
+    if hint is not None and not engine.recall(tenant, leaf, hint)[0]:
+        wanted += part_keys(tenant, session_id, hint)
+    found = yield from batch_get(engine.table, wanted)
+    snapshot_item = _at(found, wanted[0])
+    if snapshot_item is None:
+        return None
+    return (yield from load(engine, tenant, snapshot_item, leaf, found)).snapshot
+
+
+def members(engine: Engine, tenant: str, session_id: str, ids: Iterable[str]) -> Steps[dict[str, Member]]:
+    """The snapshot items of ids a session's head and member pages name, by id, each decoded once,
+    keeping only those that still belong to the session (a restore may have moved one elsewhere).
+    An item whose stored data does not decode stays, with its DATA_LOSS error."""
+    ids = list(ids)
+    found = yield from batch_get(engine.table, [keys.snapshot_key(tenant, i) for i in ids])
+    result: dict[str, Member] = {}
+    for snapshot_id in ids:
+        item = _at(found, keys.snapshot_key(tenant, snapshot_id))
+        if item is None:
+            continue
+        try:
+            decoded: tuple[SessionSnapshot, Recipe] | GenkitError = decode_item(engine, item, snapshot_id)
+        except GenkitError as exc:
+            decoded = exc
+        if isinstance(decoded, GenkitError) or decoded[0].session_id == session_id:
+            result[snapshot_id] = (item, decoded)
+    return result
+
+
+def list_snapshots(engine: Engine, tenant: str, session_id: str) -> Steps[list[SessionSnapshot]]:
+    """Every snapshot of a session in creation order: a Query of its partition, then BatchGetItems."""
+    rows = yield from query_partition(engine.table, keys.session_pk(tenant, session_id))
+    head = next((r for r in rows if r["sk"]["S"] == keys.HEAD_SK), None)
+    if head is not None and "dead" in head:
+        return []
+    found = yield from members(engine, tenant, session_id, member_ids(rows))
+    by_key = {(i["pk"]["S"], i["sk"]["S"]): i for i in [*rows, *(item for item, _ in found.values())]}
+    memo: dict[str, tuple[Message, ...]] = {}
+    snapshots: list[SessionSnapshot] = []
+    for snapshot_id, (_, decoded) in found.items():
+        if isinstance(decoded, GenkitError):
+            raise decoded
+        envelope, recipe = decoded
+        hit, state = engine.recall(tenant, snapshot_id, recipe)
+        if not hit:
+            state = yield from rebuild(engine, tenant, session_id, snapshot_id, recipe, by_key, memo)
+        snapshots.append(attrs.evolve(envelope, state=state))
+    snapshots.sort(key=lambda s: (s.created_at, s.snapshot_id))
+    return snapshots
+
+
+def statuses(engine: Engine, tenant: str, snapshot_id: str) -> Steps[list[SnapshotStatus] | None]:
+    """Every status the snapshot has had, oldest first; None when it does not exist."""
+    item = yield from get_item(engine.table, keys.snapshot_key(tenant, snapshot_id), "pk, st, sh")
+    if item is None:
+        return None
+    names = status_history(item) or (SnapshotStatus.COMPLETED.value,)
+    try:
+        return [SnapshotStatus(name) for name in names]
+    except ValueError:
+        raise engine.data_loss(snapshot_id, f"unknown status in {list(names)!r}") from None

@@ -1,0 +1,147 @@
+"""One async face for any blocking store, on an executor the caller hands over.
+
+Blocking I/O is never moved to a thread behind the caller's back (SPEC M4):
+a store whose own async face needs a library that is not installed says so
+with UNIMPLEMENTED (reason ASYNC_NOT_SUPPORTED), and the caller who accepts a
+thread pool wraps the store explicitly::
+
+    pool = ThreadPoolExecutor(max_workers=8)
+    face = OffloadedAsyncStore(store, pool)   # every call runs on ``pool``
+    await SessionResolver.aresolve(face, True, init)
+
+The caller owns the executor and shuts it down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+from genkit_sessions.errors import GenkitError, Reason, Status
+from genkit_sessions.model.types import SessionSnapshot, SnapshotStatus
+from genkit_sessions.stores.protocol import Context, Mutator
+
+__all__ = ["OffloadedAsyncStore", "watch_by_polling"]
+
+T = TypeVar("T")
+
+
+class OffloadedAsyncStore:
+    """The async face of a blocking store: each call runs on ``executor`` and is awaited.
+
+    Offers every method the wrapped store has (``list_snapshots``, ``delete_session``, ...).
+    A mutator passed to :meth:`save_snapshot` runs on an executor thread.
+    """
+
+    def __init__(self, store: Any, executor: concurrent.futures.Executor) -> None:
+        if not isinstance(executor, concurrent.futures.Executor):
+            raise GenkitError(
+                Status.INVALID_ARGUMENT,
+                f"executor must be a concurrent.futures.Executor, got {type(executor).__name__}; "
+                "pass ThreadPoolExecutor(max_workers=N)",
+            )
+        self.sync = store
+        self.executor = executor
+
+    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.executor, functools.partial(fn, *args, **kwargs))
+
+    async def get_snapshot(
+        self, *, snapshot_id: str | None = None, session_id: str | None = None, context: Context = None
+    ) -> SessionSnapshot | None:
+        """The wrapped store's ``get_snapshot``, on the executor."""
+        found: SessionSnapshot | None = await self._run(
+            self.sync.get_snapshot, snapshot_id=snapshot_id, session_id=session_id, context=context
+        )
+        return found
+
+    async def save_snapshot(
+        self, snapshot_id: str, mutator: Mutator, *, context: Context = None
+    ) -> SessionSnapshot | None:
+        """The wrapped store's ``save_snapshot``, on the executor."""
+        saved: SessionSnapshot | None = await self._run(self.sync.save_snapshot, snapshot_id, mutator, context=context)
+        return saved
+
+    async def list_snapshots(self, session_id: str, *, context: Context = None) -> Sequence[SessionSnapshot]:
+        """The wrapped store's ``list_snapshots``, on the executor."""
+        found: Sequence[SessionSnapshot] = await self._run(self.sync.list_snapshots, session_id, context=context)
+        return found
+
+    async def delete_session(self, session_id: str, *, context: Context = None) -> int:
+        """The wrapped store's ``delete_session``, on the executor."""
+        count: int = await self._run(self.sync.delete_session, session_id, context=context)
+        return count
+
+    async def abort_snapshot(self, snapshot_id: str, *, context: Context = None) -> SnapshotStatus | None:
+        """The wrapped store's ``abort_snapshot``, on the executor."""
+        before: SnapshotStatus | None = await self._run(self.sync.abort_snapshot, snapshot_id, context=context)
+        return before
+
+    async def heartbeat(self, snapshot_id: str, *, context: Context = None) -> SessionSnapshot:
+        """The wrapped store's ``heartbeat``, on the executor."""
+        saved: SessionSnapshot = await self._run(self.sync.heartbeat, snapshot_id, context=context)
+        return saved
+
+    async def restore_snapshots(self, snapshots: Iterable[SessionSnapshot], *, context: Context = None) -> int:
+        """The wrapped store's ``restore_snapshots``, on the executor."""
+        count: int = await self._run(self.sync.restore_snapshots, list(snapshots), context=context)
+        return count
+
+    def watch_status(self, snapshot_id: str, *, context: Context = None) -> AsyncIterator[SnapshotStatus]:
+        """Polls the wrapped store's ``status_history`` on the executor when it has one (the DynamoDB
+        store does), else delegates to its own ``watch_status``."""
+        history = getattr(self.sync, "status_history", None)
+        if history is None:
+            stream: AsyncIterator[SnapshotStatus] = self.sync.watch_status(snapshot_id, context=context)
+            return stream
+        settings = getattr(getattr(self.sync, "_engine", None), "settings", None)
+        return watch_by_polling(
+            snapshot_id,
+            functools.partial(self._run, history, snapshot_id, context=context),
+            getattr(settings, "watch_interval", 0.05),
+            getattr(settings, "watch_max_interval", 2.0),
+        )
+
+
+async def watch_by_polling(
+    snapshot_id: str,
+    poll: Callable[[], Awaitable[list[SnapshotStatus] | None]],
+    interval: float,
+    max_interval: float,
+) -> AsyncIterator[SnapshotStatus]:
+    """Yield the current status, then every change ``poll`` reports (the whole history each time), in
+    order, ending after a terminal status; back off from ``interval`` to ``max_interval`` while nothing
+    changes. NOT_FOUND when the snapshot is absent at the start or deleted while watched."""
+    history = await poll()
+    if history is None:
+        raise GenkitError(
+            Status.NOT_FOUND,
+            f"snapshot {snapshot_id!r} does not exist; watch a snapshot after it is saved",
+            reason=Reason.SNAPSHOT_NOT_FOUND,
+        )
+    status = history[-1]
+    yield status
+    seen = len(history)
+    delay = interval
+    while not status.is_terminal:
+        await asyncio.sleep(delay)
+        history = await poll()
+        if history is None:
+            raise GenkitError(
+                Status.NOT_FOUND,
+                f"snapshot {snapshot_id!r} was deleted while being watched",
+                reason=Reason.SNAPSHOT_NOT_FOUND,
+            )
+        if len(history) > seen:
+            for status in history[seen:]:
+                yield status
+                if status.is_terminal:
+                    return
+            seen = len(history)
+            delay = interval
+        else:
+            delay = min(delay * 2, max_interval)
