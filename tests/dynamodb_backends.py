@@ -158,7 +158,7 @@ def _check_limits(operation: str, params: dict[str, Any]) -> None:
             raise AwsWouldReject(f"BatchGetItem with {count} keys exceeds 100")
 
 
-_MOTO_LOCK = threading.Lock()
+_MOTO_LOCK = threading.RLock()  # re-entrant: a guard fault may run another writer inside a call
 
 
 def make_client(endpoint_url: str | None = None) -> Any:
