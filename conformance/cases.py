@@ -31,11 +31,24 @@ __all__ = [
 
 CASES_DIR = Path(__file__).with_name("cases")
 PROFILES = ("reject", "walk-back")
-CAPABILITIES = ("restore", "list", "delete", "abort", "heartbeat", "watch", "tenancy")
+CAPABILITY_METHODS: dict[str, str | None] = {
+    "restore": "restore_snapshots",
+    "list": "list_snapshots",
+    "delete": "delete_session",
+    "abort": "abort_snapshot",
+    "heartbeat": "heartbeat",
+    "watch": "watch_status",
+    "records": "get_session_record",
+    "tenancy": None,
+}
+"""The one list of optional capabilities: each with the store method that provides it (None: probed, as
+tenancy is by writing under one tenant and reading under another). The runner, the CLI, the case schema
+and IMPLEMENTING.md all follow it (a test keeps the last two in step)."""
+CAPABILITIES = tuple(CAPABILITY_METHODS)
 ACTIONS = ("resolve", "steps", "codec")
 LEVELS = ("must", "should")
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_RULE = re.compile(r"^(R([1-9]|1[0-7])|S([1-9]|1[0-2])|ID|WIRE|MODEL)$")
+_RULE = re.compile(r"^(R([1-9]|1[0-7])|S([1-9]|1[0-2])|V([1-9]|1[0-3])|ID|WIRE|MODEL)$")
 
 
 class CaseFormatError(ValueError):
@@ -92,7 +105,7 @@ def _case(raw: Any, area: str, where: str) -> Case:
     where = f"{where} ({case_id})"
     rules = raw.get("rules") if "rules" in raw else [raw.get("rule")]
     if not isinstance(rules, list) or not rules or not all(isinstance(r, str) and _RULE.match(r) for r in rules):
-        raise CaseFormatError(f"{where}: rule(s) {rules!r} must be R1-R17, S1-S12, ID, WIRE or MODEL")
+        raise CaseFormatError(f"{where}: rule(s) {rules!r} must be R1-R17, S1-S12, V1-V13, ID, WIRE or MODEL")
     description = raw.get("description")
     if not isinstance(description, str) or not description.strip():
         raise CaseFormatError(f"{where}: description must be a non-empty string")

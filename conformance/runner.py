@@ -448,6 +448,19 @@ async def _perform(
         return await _watch(case, handle, step, captures)
     if op == "concurrentSaves":
         return await _concurrent_saves(handle, step)
+    if op == "record":
+        record = await handle.call("get_session_record", step["sessionId"], context=context)
+        if record is None:
+            return None
+        return {
+            "id": record.id,
+            "createdAt": record.created_at,
+            "updatedAt": record.updated_at,
+            "version": record.version,
+            "leafId": record.leaf_id,
+            "expiresAt": record.expires_at,
+            "metadata": dict(record.metadata),
+        }
     if op == "tamper":
         kwargs = {"snapshot_id": step["snapshotId"]} if "snapshotId" in step else {"session_id": step["sessionId"]}
         first = await handle.call("get_snapshot", context=context, **kwargs)
@@ -500,6 +513,10 @@ async def _run_step(
         _check(case, what, result, expect["statuses"], captures)
     if "firstStatus" in expect:
         _check(case, f"{what} (first status)", result[0] if result else None, expect["firstStatus"], captures)
+    if "record" in expect:
+        if not isinstance(result, Mapping):
+            raise _fail(case, f"{what} returned {_describe(result)}, expected a session record")
+        _check(case, what, result, expect["record"], captures)
     if "lastStatus" in expect:
         _check(case, f"{what} (last status)", result[-1] if result else None, expect["lastStatus"], captures)
 

@@ -10,6 +10,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from conformance.cases import CAPABILITY_METHODS
 from genkit_sessions.errors import GenkitError, Status
 from genkit_sessions.model.types import SessionSnapshot
 from genkit_sessions.model.wire import from_wire
@@ -17,14 +18,7 @@ from genkit_sessions.stores.protocol import Context
 
 __all__ = ["METHOD_CAPABILITIES", "StoreHandle", "context_for", "detect_capabilities", "fault_error", "with_fault"]
 
-METHOD_CAPABILITIES: dict[str, str] = {
-    "restore": "restore_snapshots",
-    "list": "list_snapshots",
-    "delete": "delete_session",
-    "abort": "abort_snapshot",
-    "heartbeat": "heartbeat",
-    "watch": "watch_status",
-}
+METHOD_CAPABILITIES: dict[str, str] = {name: method for name, method in CAPABILITY_METHODS.items() if method}
 """Capability name -> the optional store method that provides it. ``tenancy`` is probed instead."""
 
 

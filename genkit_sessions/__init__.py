@@ -51,7 +51,14 @@ from genkit_sessions.resolver import (
     SessionResolver,
     SessionStoreOptions,
 )
-from genkit_sessions.stores import AsyncInMemorySessionStore, AsyncSessionStore, InMemorySessionStore, SessionStore
+from genkit_sessions.stores import (
+    AsyncInMemorySessionStore,
+    AsyncSessionStore,
+    InMemorySessionStore,
+    OffloadedAsyncStore,
+    SessionRecord,
+    SessionStore,
+)
 
 __version__ = "0.1.0"
 
@@ -71,6 +78,7 @@ __all__ = [
     "Media",
     "MediaPart",
     "Message",
+    "OffloadedAsyncStore",
     "Part",
     "Reason",
     "ReasoningPart",
@@ -81,6 +89,7 @@ __all__ = [
     "ResumePolicy",
     "Role",
     "Session",
+    "SessionRecord",
     "SessionResolver",
     "SessionSnapshot",
     "SessionState",

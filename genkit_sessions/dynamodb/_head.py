@@ -202,8 +202,8 @@ def restored(
         "ids": id_list(ids),
         "sv": {"N": str(read.session_version + added)},
     }
-    if created_at is not None:
-        head.setdefault("ca", {"S": created_at})
+    if created_at is not None and ("ca" not in head or created_at < head["ca"]["S"]):
+        head["ca"] = {"S": created_at}  # an import of older history moves the session's creation back
     if leaf is None:
         head["cyc"] = {"N": str(cyclic)}
     else:

@@ -9,6 +9,7 @@ goes stale.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime, timezone
 from typing import Any
 
 import attrs
@@ -19,8 +20,11 @@ from genkit_sessions.dynamodb._codec import CorruptData, Recipe, decompress, fol
 from genkit_sessions.dynamodb._engine import Engine
 from genkit_sessions.dynamodb._items import Head, Loaded, member_ids, status_history
 from genkit_sessions.errors import GenkitError, Status
+from genkit_sessions.model.clock import format_timestamp
+from genkit_sessions.model.frozen_json import FrozenDict
 from genkit_sessions.model.types import Message, SessionSnapshot, SessionState, SnapshotStatus
 from genkit_sessions.model.wire import from_wire, messages_from_wire
+from genkit_sessions.stores.protocol import SessionRecord
 
 __all__ = [
     "Member",
@@ -31,6 +35,7 @@ __all__ = [
     "read_by_id",
     "read_head",
     "read_leaf",
+    "session_record",
     "statuses",
 ]
 
@@ -245,3 +250,33 @@ def statuses(engine: Engine, tenant: str, snapshot_id: str) -> Steps[list[Snapsh
         return [SnapshotStatus(name) for name in names]
     except ValueError:
         raise engine.data_loss(snapshot_id, f"unknown status in {list(names)!r}") from None
+
+
+def session_record(engine: Engine, tenant: str, session_id: str) -> Steps[SessionRecord | None]:
+    """A session's record from its head: one GetItem (a head written before records existed also lists
+    the session once, for the time its root was created)."""
+    head = yield from read_head(engine, tenant, session_id)
+    item = head.item
+    if item is None or not head.alive or not (head.ids or "leaf" in item or "cyc" in item):
+        return None
+    if "ca" in item:
+        created = item["ca"]["S"]
+    else:
+        snapshots = yield from list_snapshots(engine, tenant, session_id)
+        if not snapshots:
+            return None
+        created = min(s.created_at for s in snapshots)
+    updated = item.get("ua", item.get("lc", {"S": created}))["S"]
+    expires = None
+    if "exp" in item:
+        expires = format_timestamp(datetime.fromtimestamp(int(item["exp"]["N"]), tz=timezone.utc))
+    metadata = FrozenDict({k: v["S"] for k, v in item.get("md", {"M": {}})["M"].items()})
+    return SessionRecord(
+        id=session_id,
+        created_at=created,
+        updated_at=updated,
+        version=head.session_version,
+        leaf_id=item["leaf"]["S"] if "leaf" in item else None,
+        expires_at=expires,
+        metadata=metadata,
+    )

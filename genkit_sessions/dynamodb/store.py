@@ -32,7 +32,7 @@ from genkit_sessions.model.clock import Clock, utc_now
 from genkit_sessions.model.ids import validate_id
 from genkit_sessions.model.types import SessionSnapshot, SnapshotStatus
 from genkit_sessions.stores.offload import OffloadedAsyncStore, watch_by_polling
-from genkit_sessions.stores.protocol import Context, Mutator, TenantFn
+from genkit_sessions.stores.protocol import Context, Mutator, SessionRecord, TenantFn
 from genkit_sessions.stores.write_rules import (
     abort_mutator,
     abort_through,
@@ -217,6 +217,12 @@ class DynamoDBSessionStore:
         found: list[SnapshotStatus] | None = self._run(
             _reads.statuses(self._engine, self._tenant(context), snapshot_id)
         )
+        return found
+
+    def get_session_record(self, session_id: str, *, context: Context = None) -> SessionRecord | None:
+        """The session's record (created, updated, version, leaf, expiry, metadata): one GetItem of its head."""
+        validate_id(session_id, "session_id", Reason.INVALID_SESSION_ID)
+        found: SessionRecord | None = self._run(_reads.session_record(self._engine, self._tenant(context), session_id))
         return found
 
     def watch_status(self, snapshot_id: str, *, context: Context = None) -> AsyncIterator[SnapshotStatus]:
@@ -409,6 +415,14 @@ class AsyncDynamoDBSessionStore:
         validate_id(snapshot_id, "snapshot_id", Reason.INVALID_SNAPSHOT_ID)
         found: list[SnapshotStatus] | None = await self._run(
             _reads.statuses(self._engine, self._tenant(context), snapshot_id)
+        )
+        return found
+
+    async def get_session_record(self, session_id: str, *, context: Context = None) -> SessionRecord | None:
+        """See :meth:`DynamoDBSessionStore.get_session_record`."""
+        validate_id(session_id, "session_id", Reason.INVALID_SESSION_ID)
+        found: SessionRecord | None = await self._run(
+            _reads.session_record(self._engine, self._tenant(context), session_id)
         )
         return found
 

@@ -4,7 +4,17 @@ The DynamoDB store lives in ``genkit_sessions.dynamodb``.
 """
 
 from genkit_sessions.stores.memory import AsyncInMemorySessionStore, InMemorySessionStore
-from genkit_sessions.stores.protocol import AsyncSessionStore, Context, Mutator, SessionStore, TenantFn
+from genkit_sessions.stores.offload import OffloadedAsyncStore
+from genkit_sessions.stores.protocol import (
+    AsyncSessionStore,
+    Context,
+    Mutator,
+    SessionRecord,
+    SessionStore,
+    SupportsAsyncRecords,
+    SupportsRecords,
+    TenantFn,
+)
 from genkit_sessions.stores.write_rules import default_tenant
 
 __all__ = [
@@ -13,7 +23,11 @@ __all__ = [
     "Context",
     "InMemorySessionStore",
     "Mutator",
+    "OffloadedAsyncStore",
+    "SessionRecord",
     "SessionStore",
+    "SupportsAsyncRecords",
+    "SupportsRecords",
     "TenantFn",
     "default_tenant",
 ]

@@ -21,7 +21,7 @@ from genkit_sessions.errors import GenkitError, Reason, Status
 from genkit_sessions.model.clock import Clock, MonotonicStamper, utc_now
 from genkit_sessions.model.ids import validate_id
 from genkit_sessions.model.types import SessionSnapshot, SnapshotStatus
-from genkit_sessions.stores.protocol import Context, Mutator, TenantFn
+from genkit_sessions.stores.protocol import Context, Mutator, SessionRecord, TenantFn
 from genkit_sessions.stores.write_rules import (
     abort_through,
     check_parent,
@@ -39,9 +39,12 @@ __all__ = ["AsyncInMemorySessionStore", "InMemorySessionStore"]
 
 @attrs.define
 class _Session:
-    """One session tree's index: its snapshot ids in creation order."""
+    """One session tree's index (its snapshot ids in creation order) and its record."""
 
     ids: list[str] = attrs.Factory(list)
+    version: int = 0
+    created_at: str = ""
+    updated_at: str = ""
 
 
 @attrs.define
@@ -52,6 +55,15 @@ class _Tenant:
     snapshots: dict[str, SessionSnapshot] = attrs.Factory(dict)
     sessions: dict[str, _Session] = attrs.Factory(dict)
     leaves: dict[str, SessionSnapshot] = attrs.Factory(dict)
+    deleted_versions: dict[str, int] = attrs.Factory(dict)
+    """The version a deleted session had, so a session created again under its id never reuses one."""
+
+    def session(self, session_id: str) -> _Session:
+        """The session's index, made (continuing a deleted session's version) when there is none."""
+        session = self.sessions.get(session_id)
+        if session is None:
+            session = self.sessions[session_id] = _Session(version=self.deleted_versions.pop(session_id, 0))
+        return session
 
 
 _Watcher = tuple[asyncio.AbstractEventLoop, "asyncio.Queue[SnapshotStatus]"]
@@ -119,13 +131,19 @@ class InMemorySessionStore:
             if existing is None:
                 if snapshot.parent_id is not None:
                     check_parent(snapshot, tenant.snapshots.get(snapshot.parent_id))
-                session = tenant.sessions.get(snapshot.session_id)  # type: ignore[arg-type]
-                if session is None:
-                    session = tenant.sessions[snapshot.session_id] = _Session()  # type: ignore[index]
+                session = tenant.session(snapshot.session_id)  # type: ignore[arg-type]
                 session.ids.append(snapshot_id)
+                session.version += 1
+                session.created_at = session.created_at or snapshot.created_at
+                session.updated_at = snapshot.updated_at or snapshot.created_at
                 tenant.leaves[snapshot.session_id] = snapshot  # type: ignore[index]
-            elif tenant.leaves.get(snapshot.session_id) is existing:  # type: ignore[arg-type]
-                tenant.leaves[snapshot.session_id] = snapshot  # type: ignore[index]
+            else:
+                if existing.effective_status is not snapshot.effective_status or existing.state != snapshot.state:
+                    session = tenant.sessions[snapshot.session_id]  # type: ignore[index]
+                    session.version += 1
+                    session.updated_at = snapshot.updated_at or session.updated_at
+                if tenant.leaves.get(snapshot.session_id) is existing:  # type: ignore[arg-type]
+                    tenant.leaves[snapshot.session_id] = snapshot  # type: ignore[index]
             tenant.snapshots[snapshot_id] = snapshot
             self._notify(context, snapshot, existing)
             return snapshot
@@ -151,6 +169,7 @@ class InMemorySessionStore:
             tenant.leaves.pop(session_id, None)
             if session is None:
                 return 0
+            tenant.deleted_versions[session_id] = session.version
             for snapshot_id in session.ids:
                 del tenant.snapshots[snapshot_id]
             return len(session.ids)
@@ -223,7 +242,8 @@ class InMemorySessionStore:
                     if previous is not None:
                         tenant.sessions[previous.session_id].ids.remove(snapshot.snapshot_id)  # type: ignore[index]
                         touched.add(previous.session_id)  # type: ignore[arg-type]
-                    tenant.sessions.setdefault(session_id, _Session()).ids.append(snapshot.snapshot_id)
+                    tenant.session(session_id).ids.append(snapshot.snapshot_id)
+                tenant.sessions[session_id].version += 1
                 tenant.snapshots[snapshot.snapshot_id] = snapshot
                 touched.add(session_id)
                 count += 1
@@ -241,6 +261,26 @@ class InMemorySessionStore:
         else:
             tenant.leaves.pop(session_id, None)
         session.ids.sort(key=lambda i: (tenant.snapshots[i].created_at, i))
+        if members:
+            session.created_at = min(m.created_at for m in members)
+            session.updated_at = max(m.updated_at or m.created_at for m in members)
+
+    def get_session_record(self, session_id: str, *, context: Context = None) -> SessionRecord | None:
+        """The session's record (id, created, updated, version, leaf); None when it has no snapshots."""
+        validate_id(session_id, "session_id", Reason.INVALID_SESSION_ID)
+        with self._lock:
+            tenant = self._tenant(context)
+            session = tenant.sessions.get(session_id)
+            if session is None or not session.ids:
+                return None
+            leaf = tenant.leaves.get(session_id)
+            return SessionRecord(
+                id=session_id,
+                created_at=session.created_at,
+                updated_at=session.updated_at,
+                version=session.version,
+                leaf_id=leaf.snapshot_id if leaf is not None else None,
+            )
 
 
 class AsyncInMemorySessionStore:
@@ -288,3 +328,7 @@ class AsyncInMemorySessionStore:
     async def restore_snapshots(self, snapshots: Iterable[SessionSnapshot], *, context: Context = None) -> int:
         """See :meth:`InMemorySessionStore.restore_snapshots`."""
         return self.sync.restore_snapshots(snapshots, context=context)
+
+    async def get_session_record(self, session_id: str, *, context: Context = None) -> SessionRecord | None:
+        """See :meth:`InMemorySessionStore.get_session_record`."""
+        return self.sync.get_session_record(session_id, context=context)

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from genkit_sessions.errors import GenkitError, Reason, Status
 from genkit_sessions.model.types import SessionSnapshot, SnapshotStatus
-from genkit_sessions.stores.protocol import Context, Mutator
+from genkit_sessions.stores.protocol import Context, Mutator, SessionRecord
 
 __all__ = ["OffloadedAsyncStore", "watch_by_polling"]
 
@@ -90,6 +90,11 @@ class OffloadedAsyncStore:
         """The wrapped store's ``restore_snapshots``, on the executor."""
         count: int = await self._run(self.sync.restore_snapshots, list(snapshots), context=context)
         return count
+
+    async def get_session_record(self, session_id: str, *, context: Context = None) -> SessionRecord | None:
+        """The wrapped store's ``get_session_record``, on the executor."""
+        found: SessionRecord | None = await self._run(self.sync.get_session_record, session_id, context=context)
+        return found
 
     def watch_status(self, snapshot_id: str, *, context: Context = None) -> AsyncIterator[SnapshotStatus]:
         """Polls the wrapped store's ``status_history`` on the executor when it has one (the DynamoDB

@@ -12,10 +12,16 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+import attrs
+
+from genkit_sessions.model.frozen_json import FrozenDict
 from genkit_sessions.model.types import SessionSnapshot, SnapshotStatus
 
 __all__ = [
     "AsyncSessionStore",
+    "SessionRecord",
+    "SupportsAsyncRecords",
+    "SupportsRecords",
     "Context",
     "Mutator",
     "SessionStore",
@@ -191,4 +197,41 @@ class SupportsAsyncRestore(Protocol):
 
     async def restore_snapshots(self, snapshots: Iterable[SessionSnapshot], *, context: Context = None) -> int:
         """See :meth:`SupportsRestore.restore_snapshots`."""
+        ...
+
+
+@attrs.frozen
+class SessionRecord:
+    """A session as a record, kept in step with its snapshots by every write (SPEC section 6).
+
+    ``version`` (V8) advances by exactly one on every write that creates a snapshot or changes a
+    snapshot's state or status (a restore counts each snapshot it writes), never on a heartbeat, and
+    never goes back: a session deleted and created again continues from the number it had.
+    ``leaf_id`` is the snapshot a session lookup returns (None while the session has none).
+    """
+
+    id: str
+    created_at: str
+    updated_at: str
+    version: int
+    leaf_id: str | None = None
+    expires_at: str | None = None
+    metadata: FrozenDict = attrs.field(factory=lambda: FrozenDict({}))
+
+
+@runtime_checkable
+class SupportsRecords(Protocol):
+    """Keeps a record per session (both of this package's stores do)."""
+
+    def get_session_record(self, session_id: str, *, context: Context = None) -> SessionRecord | None:
+        """The session's record; None when it has no snapshots or was deleted."""
+        ...
+
+
+@runtime_checkable
+class SupportsAsyncRecords(Protocol):
+    """Async :class:`SupportsRecords`."""
+
+    async def get_session_record(self, session_id: str, *, context: Context = None) -> SessionRecord | None:
+        """See :meth:`SupportsRecords.get_session_record`."""
         ...
