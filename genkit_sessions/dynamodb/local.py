@@ -667,7 +667,11 @@ class LocalDynamoDB:
                 if oldest.expires > now:
                     break
                 self._tokens.popitem(last=False)
-            return self._tokens.get(token)
+            remembered = self._tokens.get(token)
+            if remembered is not None and remembered.expires <= now:  # the window was shortened since
+                del self._tokens[token]
+                return None
+            return remembered
 
 
 def _times(times: int) -> int:
