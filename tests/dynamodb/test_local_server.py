@@ -328,7 +328,7 @@ def test_a_thousand_keep_alive_connections_wait_out_their_latency_at_once(ddb: L
     elapsed = time.perf_counter() - started
 
     assert answers == [["ResourceNotFoundException"] * 2] * connections
-    assert 2 * latency <= elapsed < 20 * latency  # one after the other, 2,000 delays would take 200 s
+    assert 2 * latency <= elapsed < 100 * latency  # one after the other, the 2,000 delays would take 200 s
 
 
 # --- moto in a subprocess -------------------------------------------------------------------------
