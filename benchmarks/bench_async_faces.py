@@ -1,0 +1,565 @@
+"""Concurrent turns through an async store face: the thread-pool face against the non-blocking one.
+
+    .venv/bin/python benchmarks/bench_async_faces.py [--sessions 1000] [--rounds 3] [--faces offloaded,native]
+        [--latency 0.010] [--moto-rollback keyed|stock] [--message-bytes 200] [--no-debug-pass]
+
+N sessions are seeded with one completed turn each (through the sync store,
+8 threads, no latency, not timed). Then N turns start at once, one per
+session, on one event loop: each resolves its session by id with
+``SessionResolver.aresolve(face, True, AgentInit(session_id=...))``, adds a
+user and a model message (about 200 bytes each, distinct per session) and
+awaits ``session.asave(...)``. The face is new for every pass, so every turn
+reads (nothing cached).
+
+DynamoDB is :class:`genkit_sessions.dynamodb.local.LocalDynamoDB` with moto
+in a subprocess (its own GIL) and ``--latency`` of round trip added to every
+request by its proxy, outside the proxy's serialisation, so concurrent
+requests overlap as on a network. The proxy counts every request (calls per
+turn) and times moto's answer to each: when moto is busy most of the wall
+time, moto, not the face, sets the throughput. Stock moto's TransactWriteItems
+deep-copies the whole table once per action (``benchmarks/moto_transaction_cost.py``),
+about a quarter of a second per save with a thousand sessions, so the default
+is ``--moto-rollback keyed``: moto rolls a transaction back by the items it names,
+still atomically (``genkit_sessions.dynamodb._local_moto``); ``stock`` measures
+moto as it ships. The output says which was used.
+
+Faces (``--faces``, in rotating order over ``--rounds`` rounds, medians reported):
+
+- ``offloaded``: ``DynamoDBSessionStore(table, client).aio``, boto3 on the store's own pool of 8 threads;
+- ``native``: ``DynamoDBSessionStore(table, client=None, endpoint_url=..., region_name=...).aio`` once
+  aiobotocore (the ``aio`` extra) is installed and that face no longer runs on threads; skipped otherwise.
+
+Event-loop health, per face: a probe task sleeps 1 ms in a loop during the
+timed pass and records how late it wakes (the largest overshoot is the
+longest the loop was blocked, GIL waits included); then a second pass over
+the same sessions runs in asyncio debug mode with
+``loop.slow_callback_duration = 0.005`` and counts the ``asyncio`` logger's
+"Executing ... took" records (debug mode slows everything down, so its pass
+is not timed). The program prints tables; it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import concurrent.futures
+import contextlib
+import inspect
+import logging
+import os
+import platform
+import random
+import re
+import statistics
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from genkit_sessions import AgentInit, Message, SessionResolver
+from genkit_sessions.dynamodb import DynamoDBSessionStore, create_table
+from genkit_sessions.dynamodb.local import LocalDynamoDB
+from genkit_sessions.dynamodb.store import AsyncDynamoDBSessionStore
+
+FACES = ("offloaded", "native")
+PROBE_INTERVAL = 0.001
+SLOW_CALLBACK = 0.005
+LAUNCH_CHUNK = 25  # turns started per loop iteration: all 1,000 are running within a few dozen milliseconds
+
+Close = Callable[[], Awaitable[None] | None]
+
+
+class FaceUnavailable(Exception):
+    """The face cannot be built here (its extra is not installed, or the store does not offer it yet)."""
+
+
+# --- faces ---------------------------------------------------------------------------------------
+
+
+STORE_OPTIONS: dict[str, Any] = {}  # --cache-size
+
+
+def offloaded_face(ddb: LocalDynamoDB, table: str) -> tuple[Any, Close]:
+    """Today's async face: every boto3 call runs on the store's own bounded thread pool."""
+    client = ddb.client(retries={"mode": "standard", "total_max_attempts": 6})
+    store = DynamoDBSessionStore(table, client, **STORE_OPTIONS)
+    return store.aio, store.close
+
+
+def native_face(ddb: LocalDynamoDB, table: str) -> tuple[Any, Close]:
+    """The non-blocking face: the store builds its own aiobotocore client when given none (extra ``aio``)."""
+    try:
+        import aiobotocore  # type: ignore[import-not-found]  # noqa: F401  (the `aio` extra)
+    except ImportError as exc:
+        raise FaceUnavailable(f"aiobotocore is not installed ({exc}); pip install 'genkit-sessions[aio]'") from exc
+    try:
+        store = DynamoDBSessionStore(
+            table, client=None, endpoint_url=ddb.endpoint_url, region_name="us-east-1", **STORE_OPTIONS
+        )
+        face = store.aio
+    except Exception as exc:
+        raise FaceUnavailable(f"{type(exc).__name__}: {exc}") from exc
+    if isinstance(face, AsyncDynamoDBSessionStore):
+        store.close()
+        raise FaceUnavailable("DynamoDBSessionStore(client=None, ...).aio is still the thread-pool face")
+
+    async def close() -> None:
+        for target in (face, store):
+            for name in ("aclose", "close"):
+                method = getattr(target, name, None)
+                if method is not None:
+                    result = method()
+                    if inspect.isawaitable(result):
+                        await result
+                    break
+
+    return face, close
+
+
+MAKERS: dict[str, Callable[[LocalDynamoDB, str], tuple[Any, Close]]] = {
+    "offloaded": offloaded_face,
+    "native": native_face,
+}
+
+
+# --- workload ------------------------------------------------------------------------------------
+
+_VOCABULARY = (
+    "the a session turn agent model user reply tool state snapshot branch leaf store table item write read "
+    "context tenant message answer question weather city forecast rain sun travel plan budget hotel flight "
+    "because which while after before into over under about would could should might their there where"
+)
+_WORDS = _VOCABULARY.split()
+
+
+def text(rng: random.Random, label: str, size: int) -> str:
+    """About ``size`` characters of prose-like text that starts with ``label`` (so no two sessions share one)."""
+    words = [label]
+    length = len(label)
+    while length < size:
+        word = rng.choice(_WORDS)
+        words.append(word)
+        length += len(word) + 1
+    return " ".join(words)[:size]
+
+
+@dataclass
+class Workload:
+    sessions: list[str]
+    seed_texts: dict[str, tuple[str, str]]
+    turn_texts: dict[str, tuple[str, str]]
+
+
+def workload(count: int, size: int, seed: int) -> Workload:
+    rng = random.Random(seed)
+    run = uuid.uuid4().hex[:8]
+    sessions = [f"bench-{run}-{i:05d}" for i in range(count)]
+    seed_texts = {s: (text(rng, f"[{s} seed user]", size), text(rng, f"[{s} seed model]", size)) for s in sessions}
+    turn_texts = {s: (text(rng, f"[{s} user]", size), text(rng, f"[{s} model]", size)) for s in sessions}
+    return Workload(sessions, seed_texts, turn_texts)
+
+
+def seed_sessions(ddb: LocalDynamoDB, table: str, work: Workload) -> None:
+    """One completed turn per session, through the sync store (not timed)."""
+    store = DynamoDBSessionStore(table, ddb.client(max_pool_connections=16))
+
+    def one(session_id: str) -> None:
+        resolution = SessionResolver.resolve(store, True, AgentInit(session_id=session_id))
+        if not resolution.ok:
+            raise RuntimeError(f"seeding {session_id}: {resolution.error}")
+        user, model = work.seed_texts[session_id]
+        resolution.session.add_messages(Message.of_text("user", user), Message.of_text("model", model))
+        resolution.session.save(finish_reason="stop")
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        list(pool.map(one, work.sessions))
+    store.close()
+
+
+async def turn(face: Any, session_id: str, texts: tuple[str, str]) -> float:
+    started = time.perf_counter()
+    resolution = await SessionResolver.aresolve(face, True, AgentInit(session_id=session_id))
+    if not resolution.ok:
+        raise RuntimeError(f"{session_id}: {resolution.error}")
+    session = resolution.session
+    session.add_messages(Message.of_text("user", texts[0]), Message.of_text("model", texts[1]))
+    await session.asave(finish_reason="stop")
+    return time.perf_counter() - started
+
+
+# --- one pass ------------------------------------------------------------------------------------
+
+
+class SlowCallbacks(logging.Handler):
+    """Counts asyncio debug mode's "Executing <handle> took 0.012 seconds" records while ``active``."""
+
+    _TOOK = re.compile(r"took (\d+(?:\.\d+)?) seconds")
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.active = False
+        self.count = 0
+        self.slowest: list[tuple[float, str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if not self.active or "Executing" not in message or "coro=<_one_pass()" in message:
+            return  # the harness's own steps (starting turns, in debug mode) are not the face's
+        self.count += 1
+        took = self._TOOK.search(message)
+        self.slowest.append((float(took.group(1)) if took else 0.0, message))
+        self.slowest.sort(reverse=True)
+        del self.slowest[3:]
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[SlowCallbacks]:
+        """Attached to the ``asyncio`` logger, which stops printing meanwhile (debug mode logs a lot)."""
+        logger = logging.getLogger("asyncio")
+        propagate, level = logger.propagate, logger.level
+        logger.addHandler(self)
+        logger.propagate = False
+        logger.setLevel(logging.DEBUG)
+        try:
+            yield self
+        finally:
+            logger.removeHandler(self)
+            logger.propagate = propagate
+            logger.setLevel(level)
+
+
+@dataclass
+class Pass:
+    face: str
+    turns_ok: int = 0
+    errors: list[str] = field(default_factory=list)
+    wall: float = 0.0
+    latencies: list[float] = field(default_factory=list)
+    calls: Counter[str] = field(default_factory=Counter)
+    moto_seconds: list[float] = field(default_factory=list)
+    moto_by_operation: dict[str, list[float]] = field(default_factory=dict)
+    probe_worst: float = 0.0
+    probe_p99: float = 0.0
+    cpu: float = 0.0
+    proxy_cpu: float = 0.0
+    slow_callbacks: int = 0
+    slowest: list[tuple[float, str]] = field(default_factory=list)
+
+    @property
+    def slow_worst(self) -> float:
+        return self.slowest[0][0] if self.slowest else 0.0
+
+    @property
+    def turns_per_second(self) -> float:
+        return self.turns_ok / self.wall if self.wall else 0.0
+
+    @property
+    def moto_busy(self) -> float:
+        return sum(self.moto_seconds) / self.wall if self.wall else 0.0
+
+
+def one_pass(name: str, ddb: LocalDynamoDB, table: str, work: Workload, *, debug: bool) -> Pass:
+    """One pass on a new event loop (in asyncio debug mode, counting slow callbacks, when ``debug``)."""
+    with SlowCallbacks().installed() as handler:
+        return asyncio.run(_one_pass(name, ddb, table, work, debug, handler))
+
+
+async def _one_pass(
+    name: str, ddb: LocalDynamoDB, table: str, work: Workload, debug: bool, handler: SlowCallbacks
+) -> Pass:
+    loop = asyncio.get_running_loop()
+    result = Pass(name)
+    if debug:
+        loop.set_debug(True)
+        loop.slow_callback_duration = SLOW_CALLBACK
+    face, close = MAKERS[name](ddb, table)
+    overshoots: list[float] = []
+    done = asyncio.Event()
+
+    async def probe() -> None:
+        while not done.is_set():
+            started = time.perf_counter()
+            await asyncio.sleep(PROBE_INTERVAL)
+            overshoots.append(time.perf_counter() - started - PROBE_INTERVAL)
+
+    ddb.reset_log()
+    proxy_before = ddb.proxy_cpu_seconds()
+    cpu_before = time.process_time()
+    handler.active = debug
+    probing = asyncio.create_task(probe())
+    await asyncio.sleep(0)
+    started = time.perf_counter()
+    try:
+        tasks: list[asyncio.Task[float]] = []
+        for i in range(0, len(work.sessions), LAUNCH_CHUNK):  # a few at a time, so no step of ours blocks the loop
+            chunk = work.sessions[i : i + LAUNCH_CHUNK]
+            tasks += [asyncio.create_task(turn(face, s, work.turn_texts[s])) for s in chunk]
+            await asyncio.sleep(0)
+        outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+        result.wall = time.perf_counter() - started
+    finally:
+        handler.active = False
+        done.set()
+        await probing
+        closing = close()
+        if inspect.isawaitable(closing):
+            await closing
+    result.cpu = time.process_time() - cpu_before
+    result.proxy_cpu = ddb.proxy_cpu_seconds() - proxy_before
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            result.errors.append(f"{type(outcome).__name__}: {outcome}")
+        else:
+            result.latencies.append(outcome)
+    result.turns_ok = len(result.latencies)
+    result.calls = Counter(ddb.operations())
+    for forward in ddb.forwards():
+        result.moto_seconds.append(forward.seconds)
+        result.moto_by_operation.setdefault(forward.operation, []).append(forward.seconds)
+    result.probe_worst = max(overshoots, default=0.0)
+    result.probe_p99 = _quantile(overshoots, 0.99)
+    result.slow_callbacks = handler.count
+    result.slowest = list(handler.slowest)
+    return result
+
+
+def _quantile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+# --- rounds and the table ------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    face: str
+    round: int
+    timed: Pass
+    debug: Pass | None
+
+
+def run_face(name: str, round_no: int, ddb: LocalDynamoDB, args: argparse.Namespace, latency: float) -> Run:
+    work = workload(args.sessions, args.message_bytes, args.seed + round_no)
+    table = f"bench-{uuid.uuid4().hex[:10]}"
+    admin = ddb.client()
+    create_table(admin, table)
+    try:
+        ddb.latency = 0.0
+        seeding = time.perf_counter()
+        seed_sessions(ddb, table, work)
+        seeded = time.perf_counter() - seeding
+        ddb.latency = latency
+        timed = one_pass(name, ddb, table, work, debug=False)
+        debug = one_pass(name, ddb, table, work, debug=True) if args.debug_pass else None
+    finally:
+        ddb.latency = 0.0
+        admin.delete_table(TableName=table)
+    _print_run(round_no, timed, debug, seeded)
+    return Run(name, round_no, timed, debug)
+
+
+def _print_run(round_no: int, timed: Pass, debug: Pass | None, seeded: float) -> None:
+    failed = f", {len(timed.errors)} FAILED (first: {timed.errors[0]})" if timed.errors else ""
+    line = (
+        f"round {round_no + 1} {timed.face:<10} seeded in {seeded:5.1f} s; "
+        f"{timed.turns_per_second:7.1f} turns/s, median {statistics.median(timed.latencies or [0]) * 1e3:7.1f} ms, "
+        f"loop blocked <= {timed.probe_worst * 1e3:6.1f} ms, moto busy {timed.moto_busy:4.0%}{failed}"
+    )
+    if debug is not None:
+        line += f"; debug pass: {debug.slow_callbacks} slow callbacks"
+        if debug.errors:
+            line += f", {len(debug.errors)} FAILED"
+    print(line, flush=True)
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def summarise(runs: list[Run], faces: list[str], sessions: int) -> None:
+    rows: list[tuple[str, Callable[[Run], float], str]] = [
+        ("turns/s", lambda r: r.timed.turns_per_second, "{:.1f}"),
+        ("turn latency, median (ms)", lambda r: _median(r.timed.latencies) * 1e3, "{:.1f}"),
+        ("turn latency, p99 (ms)", lambda r: _quantile(r.timed.latencies, 0.99) * 1e3, "{:.1f}"),
+        ("failed turns", lambda r: float(len(r.timed.errors)), "{:.0f}"),
+        ("DynamoDB calls per turn (at the proxy)", lambda r: sum(r.timed.calls.values()) / sessions, "{:.2f}"),
+        ("moto time per request, mean (ms)", lambda r: _mean(r.timed.moto_seconds) * 1e3, "{:.2f}"),
+        ("moto busy, share of the wall time", lambda r: r.timed.moto_busy * 100, "{:.0f}%"),
+        ("loop probe: largest overshoot (ms)", lambda r: r.timed.probe_worst * 1e3, "{:.1f}"),
+        ("loop probe: p99 overshoot (ms)", lambda r: r.timed.probe_p99 * 1e3, "{:.2f}"),
+        ("CPU of this process per turn (ms)", lambda r: r.timed.cpu / sessions * 1e3, "{:.2f}"),
+        ("  of which the proxy's thread (ms)", lambda r: r.timed.proxy_cpu / sessions * 1e3, "{:.2f}"),
+    ]
+    if any(r.debug is not None for r in runs):
+        rows += [
+            (
+                "debug pass: slow callbacks (> 5 ms)",
+                lambda r: float(r.debug.slow_callbacks if r.debug else 0),
+                "{:.0f}",
+            ),
+            ("debug pass: slowest callback (ms)", lambda r: (r.debug.slow_worst if r.debug else 0) * 1e3, "{:.1f}"),
+        ]
+    by_face = {f: [r for r in runs if r.face == f] for f in faces}
+    ratio = "native/offloaded" if {"native", "offloaded"} <= set(by_face) else None
+    header = [f"medians of {max(len(v) for v in by_face.values())} rounds", *faces] + ([ratio] if ratio else [])
+    table: list[list[str]] = []
+    for label, metric, fmt in rows:
+        medians = {f: _median([metric(r) for r in by_face[f]]) for f in faces}
+        cells = [label, *(fmt.format(medians[f]) for f in faces)]
+        if ratio:
+            cells.append(f"{medians['native'] / medians['offloaded']:.2f}x" if medians["offloaded"] else "-")
+        table.append(cells)
+    widths = [max(len(row[i]) for row in [header, *table]) for i in range(len(header))]
+    line = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
+    print(line)
+    print("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |")
+    print(line)
+    for row in table:
+        cells = [row[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True))]
+        print("| " + " | ".join(cells) + " |")
+    print(line)
+    for f in faces:
+        calls: Counter[str] = Counter()
+        moto: dict[str, list[float]] = {}
+        for r in by_face[f]:
+            calls.update(r.timed.calls)
+            for operation, seconds in r.timed.moto_by_operation.items():
+                moto.setdefault(operation, []).extend(seconds)
+        per_turn = ", ".join(
+            f"{op} {n / (sessions * len(by_face[f])):.2f} ({_mean(moto.get(op, [])) * 1e3:.1f} ms in moto)"
+            for op, n in calls.most_common()
+        )
+        print(f"{f}: calls per turn by operation: {per_turn}")
+        slowest = sorted((s for r in by_face[f] if r.debug for s in r.debug.slowest), reverse=True)[:3]
+        for took, message in slowest:
+            print(f"  slow callback, debug pass, {took * 1e3:.0f} ms: {_shorten(message)}")
+
+
+def _shorten(message: str, limit: int = 240) -> str:
+    message = re.sub(r" at 0x[0-9a-f]+", "", message.replace("\n", " "))
+    return message if len(message) <= limit else message[: limit - 3] + "..."
+
+
+def _mean(values: list[float]) -> float:
+    return statistics.fmean(values) if values else 0.0
+
+
+def _raise_open_files_limit(needed: int) -> None:
+    with contextlib.suppress(ImportError, ValueError, OSError):
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY and soft < needed:
+            resource.setrlimit(
+                resource.RLIMIT_NOFILE, (needed if hard == resource.RLIM_INFINITY else min(needed, hard), hard)
+            )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=1000, help="concurrent turns, one per session (1000)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds; each runs every face once, in rotating order")
+    parser.add_argument("--faces", default=",".join(FACES), help="comma-separated: offloaded,native")
+    parser.add_argument("--latency", type=float, default=0.010, help="round-trip delay per request, seconds (0.010)")
+    parser.add_argument("--message-bytes", type=int, default=200, help="size of each message (200)")
+    parser.add_argument(
+        "--moto-rollback",
+        choices=("keyed", "stock"),
+        default="keyed",
+        help="keyed: transactions roll back by the items they name (fast, atomic); stock: moto's copy of the table",
+    )
+    parser.add_argument(
+        "--debug-pass",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="count slow callbacks in a second pass in asyncio debug mode (default: on)",
+    )
+    parser.add_argument(
+        "--cache-size", type=int, default=None, help="the store's cache_size (states and heads it keeps; default 64)"
+    )
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args(argv)
+    if args.cache_size is not None:
+        STORE_OPTIONS["cache_size"] = args.cache_size
+    faces = [f.strip() for f in args.faces.split(",") if f.strip()]
+    unknown = [f for f in faces if f not in MAKERS]
+    if unknown or not faces:
+        parser.error(f"--faces takes some of {', '.join(FACES)}; got {args.faces!r}")
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        os.environ[name] = "testing"  # placeholders: nothing real goes to the local endpoint
+    os.environ["AWS_DEFAULT_REGION"] = "us-east-1"
+    _raise_open_files_limit(4 * args.sessions + 1024)
+    logging.getLogger("botocore").setLevel(logging.ERROR)
+
+    print(
+        f"{args.sessions} concurrent turns on {args.sessions} sessions, two ~{args.message_bytes} B messages each; "
+        f"{args.rounds} rounds; latency {args.latency * 1e3:.1f} ms per request"
+    )
+    print(
+        f"machine: {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min) at the start"
+    )
+    print(
+        f"DynamoDB: LocalDynamoDB(process=True, latency={args.latency}, rollback={args.moto_rollback!r}): "
+        f"moto in a subprocess, {args.moto_rollback} transaction rollback"
+        + (" (moto deep-copies the table per transaction action)" if args.moto_rollback == "stock" else "")
+    )
+    print(f"store options: {STORE_OPTIONS or 'defaults (cache_size 64)'}")
+
+    with LocalDynamoDB(process=True, latency=0.0, rollback=args.moto_rollback) as ddb:
+        available: list[str] = []
+        for name in faces:
+            try:
+                asyncio.run(_try_face(name, ddb))
+                available.append(name)
+            except FaceUnavailable as exc:
+                print(f"{name} face not available: {exc}")
+        if not available:
+            print("no face to measure")
+            return 1
+        print()
+        runs: list[Run] = []
+        for round_no in range(args.rounds):
+            order = available[round_no % len(available) :] + available[: round_no % len(available)]
+            for name in order:
+                runs.append(run_face(name, round_no, ddb, args, args.latency))
+    print()
+    summarise(runs, available, args.sessions)
+    busy = _median([r.timed.moto_busy for r in runs])
+    print()
+    if busy >= 0.8:
+        print(
+            f"moto was busy {busy:.0%} of the wall time (median): moto, one request at a time, sets the pace, "
+            "so turns/s compares the emulator, not the faces"
+            + ("; try --moto-rollback keyed" if args.moto_rollback == "stock" else "")
+        )
+    else:
+        print(f"moto was busy {busy:.0%} of the wall time (median): the faces, not moto, set the pace")
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min) at the end")
+    return 0
+
+
+async def _try_face(name: str, ddb: LocalDynamoDB) -> None:
+    """Build the face (on a running loop, as the passes do) and close it again; FaceUnavailable when it cannot."""
+    table = f"probe-{uuid.uuid4().hex[:8]}"
+    admin = ddb.client()
+    create_table(admin, table)
+    try:
+        _face, close = MAKERS[name](ddb, table)
+        closing = close()
+        if inspect.isawaitable(closing):
+            await closing
+    finally:
+        admin.delete_table(TableName=table)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,220 @@
+"""The moto server :class:`~genkit_sessions.dynamodb.local.LocalDynamoDB` runs in a subprocess.
+
+``python -m genkit_sessions.dynamodb._local_moto [--rollback stock|keyed]`` serves
+moto's WSGI application (what ``python -m moto.server`` serves) on a free
+127.0.0.1 port, prints the port on one line of stdout, and serves until its
+stdin reaches end of file (the parent closed it, or died), so no server
+outlives the process that started it.
+
+The HTTP front is an HTTP/1.1 ``ThreadingHTTPServer`` that keeps connections
+alive, where werkzeug's development server (moto's own) closes every
+connection after one answer: the proxy then reuses one connection instead of
+paying a TCP handshake and a new server thread per request, which is about
+half of what a small request costs moto's server.
+
+``--rollback keyed`` replaces what makes moto's TransactWriteItems slow on a
+big table: moto deep-copies every table a transaction touches, once per
+action, so that it can put the copy back when an action fails. Keyed, a
+transaction saves a deep copy of just the items its actions name and, when it
+fails, puts those items back (removing the ones that did not exist), so a
+failed transaction still changes nothing, at a cost that does not grow with
+the table. A transaction the undo log cannot describe (an unknown table, an
+action without its key) runs moto's own deep copy. Stream records of a failed
+transaction are not taken back (the stock copy would take them back).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import http.server
+import logging
+import os
+import sys
+import threading
+from typing import Any
+
+__all__ = ["install_keyed_rollback", "main"]
+
+
+class _Guard(threading.local):
+    active = False
+
+
+_guard = _Guard()
+
+
+class _CopyShim:
+    """Stands in for the ``copy`` module inside moto's DynamoDB backend.
+
+    While a keyed undo log guards the running transaction, the deep copy of a
+    table that moto takes for its rollback is the table itself (so moto's
+    rollback puts the same table back: a no-op); everything else is a real copy.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(copy, name)
+
+    @staticmethod
+    def deepcopy(value: Any, memo: dict[int, Any] | None = None) -> Any:
+        from moto.dynamodb.models.table import Table
+
+        if _guard.active and isinstance(value, Table):
+            return value
+        return copy.deepcopy(value, memo)
+
+
+_Entry = tuple[Any, Any, Any, Any]  # (table, hash value, range value or None, saved item or None)
+
+
+def _undo_log(backend: Any, transact_items: list[dict[str, Any]]) -> list[_Entry] | None:
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    entries: list[_Entry] = []
+    try:
+        for action in transact_items:
+            if len(action) != 1:
+                return None
+            kind, body = next(iter(action.items()))
+            table = backend.tables.get(body.get("TableName"))
+            if table is None:
+                return None
+            key = body.get("Item") if kind == "Put" else body.get("Key")
+            if not isinstance(key, dict) or table.hash_key_attr not in key:
+                return None
+            hash_value = DynamoType(key[table.hash_key_attr])
+            range_value = None
+            if table.range_key_attr is not None:
+                if table.range_key_attr not in key:
+                    return None
+                range_value = DynamoType(key[table.range_key_attr])
+                bucket = table.items.get(hash_value)
+                current = bucket.get(range_value) if bucket is not None else None
+            else:
+                current = table.items.get(hash_value)
+            entries.append((table, hash_value, range_value, copy.deepcopy(current)))
+    except Exception:
+        return None
+    return entries
+
+
+def _restore(entries: list[_Entry]) -> None:
+    for table, hash_value, range_value, saved in reversed(entries):  # the first saved copy of a key wins
+        if range_value is None:
+            if saved is None:
+                table.items.pop(hash_value, None)
+            else:
+                table.items[hash_value] = saved
+        else:
+            bucket = table.items[hash_value]
+            if saved is None:
+                bucket.pop(range_value, None)
+            else:
+                bucket[range_value] = saved
+
+
+def install_keyed_rollback() -> None:
+    """Patch moto's DynamoDB backend (in this process) to roll transactions back by key (see the module doc)."""
+    import moto.dynamodb.models as models
+
+    backend_class: Any = models.DynamoDBBackend
+    if getattr(backend_class.transact_write_items, "_keyed_rollback", False):
+        return
+    stock = backend_class.transact_write_items
+    setattr(models, "copy", _CopyShim())  # noqa: B010 (a module attribute mypy would type as a module)
+
+    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+        entries = _undo_log(self, transact_items)
+        if entries is None:
+            stock(self, transact_items)
+            return
+        _guard.active = True
+        try:
+            stock(self, transact_items)
+        except BaseException:
+            _restore(entries)
+            raise
+        finally:
+            _guard.active = False
+
+    transact_write_items._keyed_rollback = True  # type: ignore[attr-defined]
+    backend_class.transact_write_items = transact_write_items
+
+
+class _Front(http.server.BaseHTTPRequestHandler):
+    """One keep-alive connection: each request becomes a WSGI environ for moto's application."""
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    app: Any = None
+
+    def _serve(self) -> None:
+        from werkzeug.test import EnvironBuilder, run_wsgi_app
+
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        builder = EnvironBuilder(
+            path=self.path,
+            method=self.command,
+            headers=list(self.headers.items()),
+            data=body,
+            environ_overrides={"REMOTE_ADDR": self.client_address[0], "SERVER_PROTOCOL": "HTTP/1.1"},
+        )
+        try:
+            environ = builder.get_environ()
+        finally:
+            builder.close()
+        app_iter, status, headers = run_wsgi_app(self.app, environ, buffered=True)
+        try:
+            payload = b"".join(app_iter)
+        finally:
+            close = getattr(app_iter, "close", None)
+            if close is not None:
+                close()
+        code, _, reason = status.partition(" ")
+        self.send_response(int(code), reason)
+        for name, value in headers.items():
+            if name.lower() not in ("content-length", "connection", "transfer-encoding", "server", "date"):
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(payload)
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = do_PATCH = do_OPTIONS = _serve
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def _exit_when_stdin_closes() -> None:
+    try:
+        while sys.stdin.buffer.read(65536):
+            pass
+    finally:
+        os._exit(0)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve moto on 127.0.0.1; print the bound port; exit when stdin closes."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--rollback", choices=("stock", "keyed"), default="stock")
+    args = parser.parse_args(argv)
+
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request
+    if args.rollback == "keyed":
+        install_keyed_rollback()
+    _Front.app = DomainDispatcherApplication(create_backend_app)
+    server = http.server.ThreadingHTTPServer((args.host, args.port), _Front)
+    server.daemon_threads = True
+    threading.Thread(target=_exit_when_stdin_closes, name="stdin-watch", daemon=True).start()
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,371 @@
+"""LocalDynamoDB: moto behind a proxy that is as atomic as DynamoDB, honours client request tokens,
+adds latency and loses or fails requests on demand."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError, ConnectionClosedError
+
+from genkit_sessions.dynamodb import create_table
+from genkit_sessions.dynamodb.local import LocalDynamoDB
+
+
+@pytest.fixture(scope="module")
+def local() -> Iterator[LocalDynamoDB]:
+    with LocalDynamoDB() as ddb:
+        yield ddb
+
+
+@pytest.fixture
+def ddb(local: LocalDynamoDB) -> Iterator[LocalDynamoDB]:
+    """The module's LocalDynamoDB, with no faults, no latency and an empty log."""
+    local.clear_faults()
+    local.latency = 0.0
+    local.idempotency_window = 600.0
+    local.reset_log()
+    yield local
+    local.clear_faults()
+    local.latency = 0.0
+
+
+@pytest.fixture
+def client(ddb: LocalDynamoDB) -> Any:
+    return ddb.client()
+
+
+@pytest.fixture
+def table(client: Any, ddb: LocalDynamoDB) -> str:
+    name = f"t-{uuid.uuid4().hex[:10]}"
+    create_table(client, name)
+    ddb.reset_log()
+    return name
+
+
+def key(pk: str) -> dict[str, Any]:
+    return {"pk": {"S": pk}, "sk": {"S": "s"}}
+
+
+def get(client: Any, table: str, pk: str) -> dict[str, Any] | None:
+    item: dict[str, Any] | None = client.get_item(TableName=table, Key=key(pk), ConsistentRead=True).get("Item")
+    return item
+
+
+def conditional_put(table: str, pk: str, **attributes: Any) -> dict[str, Any]:
+    return {
+        "Put": {
+            "TableName": table,
+            "Item": {**key(pk), **attributes},
+            "ConditionExpression": "attribute_not_exists(pk)",
+        }
+    }
+
+
+def count_up(table: str, pk: str) -> dict[str, Any]:
+    return {
+        "Update": {
+            "TableName": table,
+            "Key": key(pk),
+            "UpdateExpression": "ADD n :one",
+            "ExpressionAttributeValues": {":one": {"N": "1"}},
+        }
+    }
+
+
+def counter(client: Any, table: str, pk: str = "counter") -> int:
+    item = get(client, table, pk)
+    return int(item["n"]["N"]) if item else 0
+
+
+def code_of(error: ClientError) -> str:
+    code: str = error.response["Error"]["Code"]
+    return code
+
+
+# --- ClientRequestToken ---------------------------------------------------------------------------
+
+
+def test_a_transaction_resent_with_its_token_succeeds_again_and_applies_once(
+    ddb: LocalDynamoDB, client: Any, table: str
+) -> None:
+    actions = [conditional_put(table, "a"), count_up(table, "counter")]
+    client.transact_write_items(TransactItems=actions, ClientRequestToken="token-1")
+    client.transact_write_items(TransactItems=actions, ClientRequestToken="token-1")  # would fail its condition
+
+    assert get(client, table, "a") is not None
+    assert counter(client, table) == 1
+    assert [f.operation for f in ddb.forwards()].count("TransactWriteItems") == 1
+
+
+def test_without_the_proxy_moto_applies_a_resent_token_again(ddb: LocalDynamoDB, client: Any, table: str) -> None:
+    raw = boto3.client(
+        "dynamodb",
+        endpoint_url=ddb.moto_url,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    actions = [conditional_put(table, "a"), count_up(table, "counter")]
+    raw.transact_write_items(TransactItems=actions, ClientRequestToken="token-raw")
+    with pytest.raises(ClientError) as caught:
+        raw.transact_write_items(TransactItems=actions, ClientRequestToken="token-raw")
+    assert code_of(caught.value) == "TransactionCanceledException"
+
+
+def test_the_same_token_with_other_parameters_is_an_idempotent_parameter_mismatch(
+    ddb: LocalDynamoDB, client: Any, table: str
+) -> None:
+    client.transact_write_items(TransactItems=[conditional_put(table, "a")], ClientRequestToken="token-2")
+    with pytest.raises(ClientError) as caught:
+        client.transact_write_items(TransactItems=[conditional_put(table, "b")], ClientRequestToken="token-2")
+
+    assert code_of(caught.value) == "IdempotentParameterMismatchException"
+    assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+    assert "same client token" in caught.value.response["Error"]["Message"]
+    assert get(client, table, "b") is None
+
+
+def test_a_failed_transaction_is_not_remembered_under_its_token(ddb: LocalDynamoDB, client: Any, table: str) -> None:
+    client.put_item(TableName=table, Item=key("a"))
+    actions = [conditional_put(table, "a"), count_up(table, "counter")]
+    with pytest.raises(ClientError) as caught:
+        client.transact_write_items(TransactItems=actions, ClientRequestToken="token-3")
+    assert code_of(caught.value) == "TransactionCanceledException"
+
+    client.delete_item(TableName=table, Key=key("a"))
+    client.transact_write_items(TransactItems=actions, ClientRequestToken="token-3")  # applied this time
+    assert counter(client, table) == 1
+
+
+def test_a_token_is_forgotten_after_the_idempotency_window(ddb: LocalDynamoDB, client: Any, table: str) -> None:
+    ddb.idempotency_window = 0.2
+    actions = [conditional_put(table, "a")]
+    client.transact_write_items(TransactItems=actions, ClientRequestToken="token-4")
+    time.sleep(0.25)
+    with pytest.raises(ClientError) as caught:
+        client.transact_write_items(TransactItems=actions, ClientRequestToken="token-4")
+    assert code_of(caught.value) == "TransactionCanceledException"
+
+
+# --- lost answers ---------------------------------------------------------------------------------
+
+
+def test_a_put_whose_answer_is_lost_is_resent_by_botocore_and_its_condition_then_fails(
+    ddb: LocalDynamoDB, client: Any, table: str
+) -> None:
+    ddb.lose_answer("PutItem")
+    with pytest.raises(ClientError) as caught:
+        client.put_item(TableName=table, Item=key("a"), ConditionExpression="attribute_not_exists(pk)")
+
+    assert code_of(caught.value) == "ConditionalCheckFailedException"  # though it was this very call that wrote
+    assert get(client, table, "a") is not None
+    assert ddb.operations()[:2] == ["PutItem", "PutItem"]
+
+
+def test_a_lost_answer_without_retries_is_a_connection_error_and_the_write_applied(
+    ddb: LocalDynamoDB, table: str
+) -> None:
+    client = ddb.client(retries={"mode": "standard", "total_max_attempts": 1})
+    ddb.lose_answer("PutItem")
+    with pytest.raises(ConnectionClosedError):
+        client.put_item(TableName=table, Item=key("a"), ConditionExpression="attribute_not_exists(pk)")
+    assert get(client, table, "a") is not None
+
+
+def test_an_unconditional_put_whose_answer_is_lost_is_resent_and_succeeds(
+    ddb: LocalDynamoDB, client: Any, table: str
+) -> None:
+    ddb.lose_answer("PutItem")
+    client.put_item(TableName=table, Item={**key("a"), "v": {"S": "1"}})
+    assert get(client, table, "a") == {**key("a"), "v": {"S": "1"}}
+    assert ddb.operations()[:2] == ["PutItem", "PutItem"]
+
+
+def test_a_transaction_whose_answer_is_lost_is_resent_with_its_token_and_applies_once(
+    ddb: LocalDynamoDB, client: Any, table: str
+) -> None:
+    ddb.lose_answer("DynamoDB_20120810.TransactWriteItems")
+    client.transact_write_items(TransactItems=[conditional_put(table, "a"), count_up(table, "counter")])
+
+    assert counter(client, table) == 1
+    assert ddb.operations()[:2] == ["TransactWriteItems", "TransactWriteItems"]
+    assert [f.operation for f in ddb.forwards()].count("TransactWriteItems") == 1
+
+
+def test_lose_answer_when_picks_requests_by_their_body(ddb: LocalDynamoDB, client: Any, table: str) -> None:
+    ddb.lose_answer("PutItem", times=1, when=lambda request: request["Item"]["pk"]["S"] == "b")
+    for pk in ("a", "b", "c"):
+        client.put_item(TableName=table, Item=key(pk))
+    assert ddb.operations() == ["PutItem", "PutItem", "PutItem", "PutItem"]  # b twice
+
+
+# --- failures -------------------------------------------------------------------------------------
+
+
+def test_fail_answers_the_error_without_applying(ddb: LocalDynamoDB, client: Any, table: str) -> None:
+    ddb.fail("PutItem", status=400, code="ValidationException", message="refused on purpose")
+    with pytest.raises(ClientError) as caught:
+        client.put_item(TableName=table, Item=key("a"))
+
+    assert code_of(caught.value) == "ValidationException"
+    assert caught.value.response["Error"]["Message"] == "refused on purpose"
+    assert get(client, table, "a") is None
+    assert "PutItem" not in [f.operation for f in ddb.forwards()]
+
+
+def test_failed_5xx_answers_are_retried_by_botocore_until_one_goes_through(
+    ddb: LocalDynamoDB, client: Any, table: str
+) -> None:
+    ddb.fail("PutItem", times=2)  # InternalServerError, 500
+    client.put_item(TableName=table, Item=key("a"))
+    assert ddb.operations()[:3] == ["PutItem", "PutItem", "PutItem"]
+    assert [f.operation for f in ddb.forwards()].count("PutItem") == 1
+
+
+def test_a_fault_on_another_operation_leaves_requests_alone(ddb: LocalDynamoDB, client: Any, table: str) -> None:
+    ddb.fail("DeleteItem", status=400, code="ValidationException")
+    client.put_item(TableName=table, Item=key("a"))
+    assert get(client, table, "a") is not None
+    ddb.clear_faults()
+    client.delete_item(TableName=table, Key=key("a"))
+    assert get(client, table, "a") is None
+
+
+# --- serialisation and latency --------------------------------------------------------------------
+
+
+def test_racing_conditional_transactions_from_threads_have_exactly_one_winner(ddb: LocalDynamoDB, table: str) -> None:
+    client = ddb.client(max_pool_connections=32)
+    for i in range(100):  # a bigger table makes moto's copy per transaction slower, and a race likelier
+        client.put_item(TableName=table, Item={**key(f"filler-{i}"), "x": {"S": "x" * 200}})
+    ddb.reset_log()
+    writers = 16
+    barrier = threading.Barrier(writers)
+    outcomes: list[str] = []
+
+    def write(i: int) -> None:
+        barrier.wait()
+        try:
+            client.transact_write_items(
+                TransactItems=[conditional_put(table, "race", w={"N": str(i)}), count_up(table, "counter")]
+            )
+            outcomes.append("won")
+        except ClientError as exc:
+            outcomes.append(code_of(exc))
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert sorted(outcomes) == ["TransactionCanceledException"] * (writers - 1) + ["won"]
+    assert counter(client, table) == 1
+    forwards = ddb.forwards()
+    for before, after in itertools.pairwise(forwards):
+        assert before.started + before.seconds <= after.started  # one request at a time reached moto
+
+
+def test_latency_delays_every_request(ddb: LocalDynamoDB, client: Any, table: str) -> None:
+    ddb.latency = 0.05
+    started = time.perf_counter()
+    get(client, table, "a")
+    assert time.perf_counter() - started >= 0.05
+
+
+def _raise_open_files_limit(needed: int) -> None:
+    try:
+        import resource
+    except ImportError:  # not POSIX
+        pytest.skip("needs the resource module to check the open files limit")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        if hard != resource.RLIM_INFINITY and hard < needed:
+            pytest.skip(f"needs {needed} open files, the hard limit is {hard}")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
+
+
+def test_a_thousand_keep_alive_connections_wait_out_their_latency_at_once(ddb: LocalDynamoDB) -> None:
+    connections, latency = 1000, 0.1
+    _raise_open_files_limit(2 * connections + 256)  # both ends of every connection live in this process
+    ddb.latency = latency
+    ddb.fail("GetItem", times=2 * connections, status=400, code="ResourceNotFoundException")  # answered by the proxy
+    port = int(ddb.endpoint_url.rsplit(":", 1)[1])
+    body = json.dumps({"TableName": "none", "Key": key("a")}).encode()
+    request = (
+        f"POST / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-Amz-Target: DynamoDB_20120810.GetItem\r\n"
+        f"Content-Type: application/x-amz-json-1.0\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+
+    async def one_connection() -> list[str]:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        codes = []
+        for _ in range(2):  # two requests on one connection: keep-alive
+            writer.write(request)
+            head = (await reader.readuntil(b"\r\n\r\n")).decode()
+            length = int(next(h for h in head.split("\r\n") if h.lower().startswith("content-length")).split(":")[1])
+            codes.append(json.loads(await reader.readexactly(length))["__type"].rpartition("#")[2])
+            assert "Connection: keep-alive" in head
+        writer.close()
+        return codes
+
+    async def everyone() -> list[list[str]]:
+        return await asyncio.gather(*(one_connection() for _ in range(connections)))
+
+    started = time.perf_counter()
+    answers = asyncio.run(everyone())
+    elapsed = time.perf_counter() - started
+
+    assert answers == [["ResourceNotFoundException"] * 2] * connections
+    assert 2 * latency <= elapsed < 100 * latency  # one after the other, the 2,000 delays would take 200 s
+
+
+# --- moto in a subprocess -------------------------------------------------------------------------
+
+
+def test_moto_in_a_subprocess_with_keyed_rollback_keeps_failed_transactions_atomic() -> None:
+    with LocalDynamoDB(process=True, rollback="keyed") as ddb:
+        client = ddb.client()
+        table = "t"
+        create_table(client, table)
+        client.put_item(TableName=table, Item={**key("kept"), "v": {"S": "before"}})
+        client.put_item(TableName=table, Item=key("taken"))
+        update_kept = {
+            "Update": {
+                "TableName": table,
+                "Key": key("kept"),
+                "UpdateExpression": "SET v = :after",
+                "ExpressionAttributeValues": {":after": {"S": "after"}},
+            }
+        }
+        actions = [conditional_put(table, "fresh"), update_kept, count_up(table, "counter")]
+        with pytest.raises(ClientError) as caught:
+            client.transact_write_items(TransactItems=[*actions, conditional_put(table, "taken")])
+        assert code_of(caught.value) == "TransactionCanceledException"
+        assert get(client, table, "fresh") is None
+        assert get(client, table, "kept") == {**key("kept"), "v": {"S": "before"}}
+        assert counter(client, table) == 0
+
+        client.transact_write_items(TransactItems=actions)
+        assert get(client, table, "kept") == {**key("kept"), "v": {"S": "after"}}
+        assert counter(client, table) == 1
+        endpoint = ddb.endpoint_url
+    ddb.stop()  # idempotent
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", int(endpoint.rsplit(":", 1)[1])), timeout=1).close()
+
+
+def test_keyed_rollback_needs_moto_in_its_own_process() -> None:
+    with pytest.raises(ValueError, match="process=True"):
+        LocalDynamoDB(rollback="keyed")
