@@ -1,0 +1,112 @@
+"""A write whose answer is lost, on a local DynamoDB that honours ClientRequestToken as AWS does.
+
+botocore resends a request whose connection dropped. A lone conditional write
+resent after it was applied fails its own condition, so a store that relied
+on one would report a refusal for a write it made; a transaction resent with
+the same token is answered with its first success. These tests lose the
+answer of exactly one request and check the store reports what really
+happened and reads as after.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+import pytest
+
+from genkit_sessions import AgentInit, Message, SessionResolver, SessionSnapshot, SnapshotStatus
+from genkit_sessions.dynamodb import DynamoDBSessionStore, create_table
+from genkit_sessions.dynamodb.local import LocalDynamoDB
+from tests.dynamodb.helpers import noise, state_of
+
+
+@pytest.fixture(scope="module")
+def local() -> Iterator[LocalDynamoDB]:
+    with LocalDynamoDB() as server:
+        yield server
+
+
+@pytest.fixture
+def store(local: LocalDynamoDB, request: pytest.FixtureRequest) -> Iterator[DynamoDBSessionStore]:
+    client = local.client()
+    table = f"lost-{abs(hash(request.node.name)) % 10**8}"
+    create_table(client, table, exist_ok=True)
+    local.clear_faults()
+    yield DynamoDBSessionStore(table, client)
+    local.clear_faults()
+
+
+def _pending(store: DynamoDBSessionStore, snapshot_id: str) -> None:
+    store.save_snapshot(
+        snapshot_id,
+        lambda _: SessionSnapshot(snapshot_id=snapshot_id, state=state_of("s", ["hi"]), status="pending"),
+    )
+
+
+def test_an_abort_whose_answer_is_lost_reports_the_status_it_replaced(
+    local: LocalDynamoDB, store: DynamoDBSessionStore
+) -> None:
+    _pending(store, "a")
+    local.lose_answer("TransactWriteItems")
+    assert store.abort_snapshot("a") is SnapshotStatus.PENDING  # not ABORTED ("already terminal")
+    done = DynamoDBSessionStore(store.table_name, store.client).get_snapshot(snapshot_id="a")
+    assert done is not None and done.status is SnapshotStatus.ABORTED
+
+
+def test_completing_a_turn_whose_answer_is_lost_succeeds_once(
+    local: LocalDynamoDB, store: DynamoDBSessionStore
+) -> None:
+    _pending(store, "p")
+    local.lose_answer("TransactWriteItems")
+    saved = store.save_snapshot("p", lambda current: attrs.evolve(current, status="completed"))
+    assert saved is not None and saved.status is SnapshotStatus.COMPLETED
+    record = store.get_session_record("s")
+    assert record is not None and record.version == 2  # applied once, not twice
+
+
+def test_a_turn_end_save_whose_answer_is_lost_lands_once(local: LocalDynamoDB, store: DynamoDBSessionStore) -> None:
+    first = SessionResolver.resolve(store, True, AgentInit(session_id="chat")).session
+    assert first is not None
+    first.add_messages(Message.of_text("user", "one"))
+    first.save()
+    resumed = SessionResolver.resolve(store, True, AgentInit(session_id="chat")).session
+    assert resumed is not None
+    resumed.add_messages(Message.of_text("user", "two"))
+    local.lose_answer("TransactWriteItems")
+    saved = resumed.save()
+    cold = DynamoDBSessionStore(store.table_name, store.client)
+    assert [s.snapshot_id for s in cold.list_snapshots("chat")][-1] == saved.snapshot_id
+    assert cold.get_session_record("chat").version == 2  # type: ignore[union-attr]
+
+
+def test_a_staged_write_whose_commit_answer_is_lost_keeps_its_parts_and_reads_back(
+    local: LocalDynamoDB, store: DynamoDBSessionStore
+) -> None:
+    import random
+
+    big = state_of("s", [noise(random.Random(3), 5_000_000)])
+    local.lose_answer("TransactWriteItems")
+    saved = store.save_snapshot("big", lambda _: SessionSnapshot(snapshot_id="big", state=big))
+    assert saved is not None
+    back = DynamoDBSessionStore(store.table_name, store.client).get_snapshot(snapshot_id="big")
+    assert back is not None and back.state == big
+    items = _scan(store)
+    assert not any(i["sk"]["S"].startswith("g\x1f") for i in items), "the commit deletes its staging marker"
+    assert all("exp" not in i for i in items if i["sk"]["S"].startswith("b\x1f")), "committed parts never expire"
+
+
+def _scan(store: DynamoDBSessionStore) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    kwargs: dict[str, Any] = {
+        "TableName": store.table_name,
+        "ProjectionExpression": "pk, sk, #e",
+        "ExpressionAttributeNames": {"#e": "exp"},
+    }
+    while True:
+        page = store.client.scan(**kwargs)
+        items.extend(page.get("Items", []))
+        if "LastEvaluatedKey" not in page:
+            return items
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
