@@ -1,9 +1,12 @@
-"""Helpers for the DynamoDB tests: prose-like states, saving, table scans, cold stores."""
+"""Helpers for the DynamoDB tests: prose-like states, saving, table scans, cold stores, second writers."""
 
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from typing import Any
+
+import boto3
 
 from genkit_sessions import Message, SessionSnapshot, SessionState
 from genkit_sessions.dynamodb import DynamoDBSessionStore
@@ -55,10 +58,12 @@ def save_new(
     return saved
 
 
-def scan(store: DynamoDBSessionStore) -> list[dict[str, Any]]:
-    """Every item of the store's table."""
+def scan(store: DynamoDBSessionStore, attributes: str | None = None) -> list[dict[str, Any]]:
+    """Every item of the store's table (with just the named ``attributes``, such as ``"pk, sk"``, when given)."""
     items: list[dict[str, Any]] = []
     kwargs: dict[str, Any] = {"TableName": store.table_name, "ConsistentRead": True}
+    if attributes is not None:
+        kwargs["ProjectionExpression"] = attributes
     while True:
         page = store.client.scan(**kwargs)
         items.extend(page.get("Items", []))
@@ -76,3 +81,56 @@ def left_behind(store: DynamoDBSessionStore) -> list[dict[str, Any]]:
     """Every item of the table but the bare tombstones deleted sessions leave (a head that only keeps the
     session's version, so a recreated session never reuses a version number)."""
     return [i for i in scan(store) if not (i["sk"]["S"] == "h" and "dead" in i and "del" not in i and "ids" not in i)]
+
+
+def twin(store: DynamoDBSessionStore, **options: Any) -> DynamoDBSessionStore:
+    """Another store on the same table, through a guarded client of its own on the same backend.
+
+    For a second writer that runs inside a guard fault of ``store``: a fault runs while the first
+    client's call holds the lock that makes moto see one request at a time, so a second call through
+    that client would wait for it forever. The first call is blocked in the fault meanwhile, so moto
+    still sees one request at a time.
+    """
+    from botocore.config import Config
+
+    from tests.dynamodb_backends import CREDENTIALS, Guard
+
+    client = boto3.client(
+        "dynamodb",
+        region_name=store.client.meta.region_name,
+        endpoint_url=store.client.meta.endpoint_url,
+        config=Config(retries={"mode": "standard", "total_max_attempts": 3}),
+        **CREDENTIALS,
+    )
+    Guard().attach(client)
+    return DynamoDBSessionStore(store.table_name, client, **options)
+
+
+PART_PREFIX = "b\x1f"
+"""How a blob part's sort key starts; it names its snapshot next: ``b␟<snapshotId>␟<tag>␟<part>``
+(docs/dynamodb.md, ``␟`` is U+001F, which no valid id holds)."""
+
+
+def readable_ids(store: DynamoDBSessionStore, session_ids: Iterable[str]) -> set[str]:
+    """The ids of every snapshot of the sessions, as a cold store lists them; raises unless every one
+    reads (``list_snapshots`` rebuilds every state, so every part they reference is there and reads)."""
+    reader = cold(store)
+    return {s.snapshot_id for session_id in session_ids for s in reader.list_snapshots(session_id)}
+
+
+def parts_left_forever(store: DynamoDBSessionStore, live: Iterable[str]) -> list[str]:
+    """Sort keys of blob parts that no committed snapshot references and that will never expire.
+
+    ``live`` are the ids of the snapshots that read (see :func:`readable_ids`). The criterion, without
+    the store's codec: a part counts as referenced when its sort key names a live snapshot. That
+    over-counts (a part of a failed update of a live snapshot counts as referenced) and never
+    under-counts, so every part reported is unreferenced for sure. Such a part must carry an expiry
+    (``exp``), or be gone.
+    """
+    live = set(live)
+    left = []
+    for item in scan(store, "pk, sk, exp"):
+        sk = item["sk"]["S"]
+        if sk.startswith(PART_PREFIX) and sk.split("\x1f")[1] not in live and "exp" not in item:
+            left.append(sk)
+    return left

@@ -1,0 +1,345 @@
+"""Writers racing each other, and writes at the edges of DynamoDB's limits: one test per known bug.
+
+Each test states the behaviour the store owes (the in-memory store's, where there is one) and goes
+through the public API only; the table is read with ``scan`` just to check what DynamoDB would keep.
+A second instance of the store is a second writer: it either runs between two calls of the first
+(from a guard fault, through a client of its own: see ``twin``) or after it.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import pytest
+from botocore.exceptions import ReadTimeoutError
+
+from genkit_sessions import (
+    ErrorInfo,
+    GenkitError,
+    InMemorySessionStore,
+    Message,
+    SessionSnapshot,
+    SessionState,
+    SnapshotStatus,
+    Status,
+)
+from genkit_sessions.dynamodb import DynamoDBSessionStore
+from tests.dynamodb.helpers import cold, noise, parts_left_forever, readable_ids, save_new, scan, state_of, twin
+from tests.dynamodb_backends import guard_of
+
+StoreFactory = Any
+READS = {"GetItem", "BatchGetItem", "Query", "Scan"}
+
+
+@functools.lru_cache(maxsize=1)
+def _six_megabyte_texts() -> tuple[str, ...]:
+    rng = random.Random(5)
+    return tuple(noise(rng, 250_000) for _ in range(24))  # barely compresses: more than one transaction holds
+
+
+def _six_megabytes(session_id: str) -> SessionState:
+    return state_of(session_id, list(_six_megabyte_texts()))
+
+
+def _outcome(call: Callable[[], Any]) -> Any:
+    """What a call returned, or the GenkitError it raised."""
+    try:
+        return call()
+    except GenkitError as exc:
+        return exc
+
+
+def _before_first(operation: str, action: Callable[[], Any]) -> Callable[[str, dict[str, Any]], None]:
+    """A guard fault that runs ``action`` once, just before the first call of ``operation``."""
+    done: list[Any] = []
+
+    def fault(op: str, params: dict[str, Any]) -> None:
+        if op == operation and not done:
+            done.append(action())
+
+    fault.results = done  # type: ignore[attr-defined]
+    return fault
+
+
+def _at_call(index: int, action: Callable[[], Any]) -> Callable[[str, dict[str, Any]], None]:
+    """A guard fault that runs ``action`` once, just before the call at ``index`` (0-based) from now."""
+    seen = [0]
+
+    def fault(op: str, params: dict[str, Any]) -> None:
+        seen[0] += 1
+        if seen[0] == index + 1:
+            action()
+
+    return fault
+
+
+# --- 1. delete_session racing the first, staged write of a session --------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="delete_session removes a first write's staged parts, and its commit then lands without them",
+)
+def test_delete_racing_a_first_large_write_never_leaves_a_session_that_reads_data_loss(
+    make_dynamo: StoreFactory,
+) -> None:
+    store = make_dynamo()
+    deleter = twin(store)
+    big = _six_megabytes("s")
+    guard = guard_of(store)
+    # Today: parts (BatchWriteItem), their expiry lifted (UpdateItems), then the commit (TransactWriteItems).
+    # The deletion runs just before the commit.
+    race = _before_first("TransactWriteItems", lambda: _outcome(lambda: deleter.delete_session("s")))
+    guard.faults.append(race)
+    outcome = _outcome(lambda: save_new(store, "big", big))
+    guard.faults.clear()
+    assert len(race.results) == 1, "the deletion did not run between the staged parts and the commit"  # type: ignore[attr-defined]
+    assert "BatchWriteItem" in guard.log[: guard.log.index("TransactWriteItems")]  # parts went ahead of the commit
+    reader = cold(store)
+    if isinstance(outcome, GenkitError):  # the delete won: the store reads as if the save never happened
+        assert outcome.status in set(Status) - {Status.OK}
+        assert reader.get_snapshot(snapshot_id="big") is None
+        assert reader.get_snapshot(session_id="s") is None
+        assert reader.list_snapshots("s") == []
+    else:  # the save won: it reads back whole
+        assert reader.get_snapshot(snapshot_id="big") == outcome
+        assert reader.get_snapshot(session_id="s") == outcome
+        assert reader.list_snapshots("s") == [outcome]
+
+
+# --- 2. a write after another instance deleted the session ------------------------------------------
+
+
+def _pending_session(store: DynamoDBSessionStore) -> None:
+    save_new(store, "r", state_of("s", ["hello"]))
+    save_new(store, "p", state_of("s", ["hello", "working"]), "r", status=SnapshotStatus.PENDING)
+
+
+def _complete(store: Any) -> Any:
+    seen: list[SessionSnapshot | None] = []
+
+    def complete(current: SessionSnapshot | None) -> SessionSnapshot | None:
+        seen.append(current)
+        return attrs.evolve(current, status=SnapshotStatus.COMPLETED) if current is not None else None
+
+    return store.save_snapshot("p", complete), seen[-1] if seen else "never called"
+
+
+def _abort(store: Any) -> Any:
+    return store.abort_snapshot("p"), None
+
+
+def _heartbeat(store: Any) -> Any:
+    try:
+        return store.heartbeat("p"), None
+    except GenkitError as exc:
+        return exc.status, None
+
+
+WRITES_AFTER_DELETE = {
+    # what the write returns, and (for the save) what its mutator saw last: the in-memory store's answer
+    "complete": (_complete, (None, None)),
+    "abort": (_abort, (None, None)),
+    "heartbeat": (_heartbeat, (Status.NOT_FOUND, None)),
+}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a write guessed from the cache lands on a snapshot another instance deleted (version 1 reads as absent)",
+)
+@pytest.mark.parametrize("write", list(WRITES_AFTER_DELETE))
+def test_a_write_after_another_instance_deleted_the_session_sees_nothing_and_leaves_nothing(
+    make_dynamo: StoreFactory, write: str
+) -> None:
+    run, expected = WRITES_AFTER_DELETE[write]
+    memory = InMemorySessionStore()  # the reference: the same steps on the in-memory store
+    _pending_session(memory)  # type: ignore[arg-type]
+    assert memory.delete_session("s") == 2
+    assert run(memory) == expected
+
+    store = make_dynamo()
+    _pending_session(store)  # instance A wrote the pending turn, and remembers it
+    assert cold(store).delete_session("s") == 2  # instance B deletes the session
+    assert scan(store) == []
+    assert run(store) == expected  # A finishes, aborts or keeps alive the turn it started
+    assert scan(store) == [], "the write left an item of the deleted session behind"
+    assert cold(store).get_snapshot(snapshot_id="p") is None
+
+
+# --- 3. restore_snapshots racing a new turn --------------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True, reason="restore rewrites the head from what it read, dropping a turn committed in between"
+)
+def test_restore_racing_a_new_turn_keeps_the_turn_listed_and_the_leaf_on_it(make_dynamo: StoreFactory) -> None:
+    store = make_dynamo()
+    writer = twin(store)
+    save_new(store, "a", state_of("s", ["one"]))
+    save_new(store, "b", state_of("s", ["one", "two"]), "a")
+    backup = list(cold(store).list_snapshots("s"))  # restored verbatim over the session: an idempotent import
+    guard = guard_of(store)
+    guard.reset()
+    assert store.restore_snapshots(backup) == 2
+    log = list(guard.log)
+    last_read = max(i for i, op in enumerate(log) if op in READS)
+    assert last_read + 1 < len(log) and log[last_read + 1] not in READS  # the head rewrite follows the reads
+    turns: list[SessionSnapshot] = []
+
+    def new_turn() -> None:
+        leaf = writer.get_snapshot(session_id="s")
+        assert leaf is not None and leaf.snapshot_id == "b" and leaf.state is not None
+        state = attrs.evolve(leaf.state, messages=(*leaf.state.message_list, Message.of_text("user", "three")))
+        turns.append(save_new(writer, "t", state, "b"))
+
+    guard.faults.append(_at_call(last_read + 1, new_turn))  # after restore's reads, before its head rewrite
+    assert store.restore_snapshots(backup) == 2
+    guard.faults.clear()
+    assert len(turns) == 1, "the new turn did not run between the restore's reads and its head rewrite"
+    reader = cold(store)
+    assert [s.snapshot_id for s in reader.list_snapshots("s")] == ["a", "b", "t"]
+    assert reader.get_snapshot(session_id="s") == turns[0]
+    assert reader.delete_session("s") == 3
+    assert scan(store) == [], "the deletion left items of the session behind"
+
+
+# --- 4. a staged write whose commit has an unknown outcome ------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True, reason="parts of a commit with an unknown outcome are permanent, and unreferenced when it failed"
+)
+def test_a_staged_write_whose_commit_outcome_is_unknown_leaves_no_part_that_never_expires(
+    make_dynamo: StoreFactory,
+) -> None:
+    store = make_dynamo()
+    save_new(store, "p", state_of("s", ["small"]))
+    guard = guard_of(store)
+
+    def answer_lost() -> None:  # raised before the call: the commit is not applied, and the store cannot know
+        raise ReadTimeoutError(endpoint_url="http://127.0.0.1:1/")
+
+    guard.faults.append(_before_first("TransactWriteItems", answer_lost))
+    outcome = _outcome(lambda: save_new(store, "big", _six_megabytes("s"), "p"))
+    guard.faults.clear()
+    assert guard.calls["BatchWriteItem"] >= 1  # the parts were staged
+    reader = cold(store)
+    if isinstance(outcome, GenkitError):  # the store reads as before
+        assert outcome.status == Status.DEADLINE_EXCEEDED
+        assert reader.get_snapshot(snapshot_id="big") is None
+        assert [s.snapshot_id for s in reader.list_snapshots("s")] == ["p"]
+    else:  # the store found out and committed after all
+        assert reader.get_snapshot(snapshot_id="big") == outcome
+    assert parts_left_forever(store, readable_ids(store, ["s"])) == []
+
+
+# --- 5. restore of a long session with long ids ----------------------------------------------------
+
+
+@pytest.mark.xfail(strict=True, reason="restore packs 1000 ids per member page: long ids make it pass 400 KB")
+def test_a_restore_of_many_long_ids_fits_every_item_in_400_kb_and_lists_them_all(make_dynamo: StoreFactory) -> None:
+    store = make_dynamo()
+    count = 1_100
+    ids = [f"{i:04d}-" + "x" * 470 for i in range(count)]  # 475 bytes: valid (at most 512), no control characters
+    snapshots = [
+        SessionSnapshot(
+            snapshot_id=ids[i],
+            session_id="s",
+            parent_id=ids[i - 1] if i else None,
+            created_at=f"2024-01-01T00:{i // 60:02d}:{i % 60:02d}.000000Z",
+            updated_at=f"2024-01-01T00:{i // 60:02d}:{i % 60:02d}.000000Z",
+            state=SessionState(session_id="s", messages=(Message.of_text("user", f"turn {i}"),)),
+        )
+        for i in range(count)
+    ]
+    try:
+        restored = store.restore_snapshots(snapshots)
+    except GenkitError as exc:  # refusing is fine, if it is clear and comes before any write
+        assert exc.status == Status.INVALID_ARGUMENT
+        assert scan(store) == []
+        return
+    assert restored == count
+    reader = cold(store)
+    assert [s.snapshot_id for s in reader.list_snapshots("s")] == ids
+    leaf = reader.get_snapshot(session_id="s")
+    assert leaf is not None and leaf.snapshot_id == ids[-1]
+
+
+# --- 6. a pending snapshot with a large record ------------------------------------------------------
+
+
+def _large_pending(store: DynamoDBSessionStore) -> SessionSnapshot:
+    """A pending snapshot whose record (everything but the state) is as large as the store accepts,
+    in its error details, with a state that compresses to about 150 KB.
+
+    The largest record is found by trying: the store refuses a record over its limit with
+    INVALID_ARGUMENT before writing anything.
+    """
+    rng = random.Random(6)
+    state = state_of("s", ["hello", noise(rng, 200_000)])
+    trace = noise(random.Random(7), 230_000)
+    for size in range(len(trace), 0, -1_000):
+        error = ErrorInfo(status="UNKNOWN", message="a partial answer", details={"trace": trace[:size]})
+        try:
+            return save_new(store, "p", state, status=SnapshotStatus.PENDING, error=error)
+        except GenkitError as exc:
+            assert exc.status == Status.INVALID_ARGUMENT, exc
+            assert scan(store) == []
+    raise AssertionError("no record size was accepted")
+
+
+LARGE_RECORD_WRITES = {
+    "complete": lambda store: store.save_snapshot(
+        "p", lambda current: attrs.evolve(current, status=SnapshotStatus.COMPLETED) if current else None
+    ),
+    "abort": lambda store: store.abort_snapshot("p"),
+    "heartbeat": lambda store: store.heartbeat("p"),
+}
+LARGE_RECORD_STATUS = {"complete": "completed", "abort": "aborted", "heartbeat": "pending"}
+
+
+@pytest.mark.xfail(
+    strict=True, reason="an update adds a second copy of the record to an item the first copy nearly fills"
+)
+@pytest.mark.parametrize("write", list(LARGE_RECORD_WRITES))
+def test_a_pending_snapshot_with_a_record_just_under_the_limit_can_still_be_completed_aborted_or_heartbeated(
+    make_dynamo: StoreFactory, write: str
+) -> None:
+    store = make_dynamo()
+    pending = _large_pending(store)
+    LARGE_RECORD_WRITES[write](store)
+    stored = cold(store).get_snapshot(snapshot_id="p")
+    assert stored is not None and stored.effective_status.value == LARGE_RECORD_STATUS[write]
+    assert stored.state == pending.state and stored.error == pending.error
+
+
+# --- 7. a guess that the snapshot is absent -------------------------------------------------------
+
+
+def _write_only_when_absent(current: SessionSnapshot | None) -> SessionSnapshot | None:
+    """Declines when the snapshot exists; when absent, returns one whose parent does not exist."""
+    if current is not None:
+        return None
+    return SessionSnapshot(snapshot_id="g-1", parent_id="nowhere", state=state_of("s", ["guess"]))
+
+
+@pytest.mark.xfail(
+    strict=True, reason="a guess that the snapshot is absent is judged by S7 before the snapshot is read"
+)
+def test_a_mutator_guessed_on_an_absent_snapshot_is_judged_on_the_real_one_before_the_parent_check(
+    make_dynamo: StoreFactory,
+) -> None:
+    memory = InMemorySessionStore()  # the reference: the mutator sees the stored g-1 and declines
+    save_new(memory, "g-1", state_of("s", ["real"]))  # type: ignore[arg-type]
+    assert memory.save_snapshot("g-1", _write_only_when_absent) is None
+
+    store = make_dynamo()
+    written = save_new(store, "g-1", state_of("s", ["real"]))  # instance A
+    other = cold(store)  # instance B, which never read g-1
+    assert other.save_snapshot("g-1", _write_only_when_absent) is None
+    assert cold(store).get_snapshot(snapshot_id="g-1") == written
