@@ -91,7 +91,7 @@ def sweep_staged(engine: Engine, tenant: str, session_id: str, older_than: int) 
     swept = 0
     for row in rows:
         blob = keys.marker_blob(row["sk"]["S"])
-        if blob is None or int(row.get("at", {"N": "0"})["N"]) >= older_than:
+        if blob is None or int(row.get("at", {"N": "0"})["N"]) > older_than:
             continue
         count = int(row.get("n", {"N": "0"})["N"])
         try:

@@ -398,7 +398,7 @@ class AsyncDynamoDBSessionStore:
 
     async def abort_snapshot(self, snapshot_id: str, *, context: Context = None) -> SnapshotStatus | None:
         """See :meth:`DynamoDBSessionStore.abort_snapshot`."""
-        seen: list[SnapshotStatus] = []
+        seen: list[SnapshotStatus | None] = []
         await self.save_snapshot(snapshot_id, abort_mutator(seen), context=context)
         return seen[-1] if seen else None
 

@@ -194,12 +194,14 @@ Save = Callable[[str, Mutator], "SessionSnapshot | None"]
 """A store's ``save_snapshot`` bound to one request context."""
 
 
-def abort_mutator(seen: list[SnapshotStatus]) -> Mutator:
+def abort_mutator(seen: list[SnapshotStatus | None]) -> Mutator:
     """S11 abort as a mutator: pending or aborting becomes aborted; ``seen`` collects the status each
-    run found (the last one is what the write saw). A terminal snapshot is left as it is."""
+    run found (None: no snapshot), so its last entry is what the run whose write landed saw. A store may
+    run a mutator on a guess first. A terminal snapshot is left as it is."""
 
     def abort(current: SessionSnapshot | None) -> SessionSnapshot | None:
         if current is None:
+            seen.append(None)
             return None
         seen.append(current.effective_status)
         if current.effective_status.is_terminal:
@@ -215,7 +217,7 @@ def abort_through(save: Save, snapshot_id: str) -> SnapshotStatus | None:
     Returns the status seen before the write (a terminal one is left as it is),
     or None when there is no such snapshot. Every store implements abort with it.
     """
-    seen: list[SnapshotStatus] = []
+    seen: list[SnapshotStatus | None] = []
     save(snapshot_id, abort_mutator(seen))
     return seen[-1] if seen else None
 
