@@ -19,11 +19,13 @@ import contextlib
 from collections.abc import Iterable
 from typing import Any
 
+import attrs
+
 from genkit_sessions.dynamodb import _head
 from genkit_sessions.dynamodb import _keys as keys
 from genkit_sessions.dynamodb._calls import Cancelled, Steps, batch_write, get_item, query_partition, write_one
 from genkit_sessions.dynamodb._codec import Recipe, plan_state
-from genkit_sessions.dynamodb._commit import _blob, _part_items, _record
+from genkit_sessions.dynamodb._commit import MAX_TRANSACTION_ACTIONS, _blob, _part_items, _record, _transact_surely
 from genkit_sessions.dynamodb._engine import Engine
 from genkit_sessions.dynamodb._expressions import exists, render
 from genkit_sessions.dynamodb._items import (
@@ -31,8 +33,10 @@ from genkit_sessions.dynamodb._items import (
     dedupe,
     delete_request,
     id_list,
+    item_size,
     member_ids,
     pages_of,
+    put_action,
     status_attributes,
 )
 from genkit_sessions.dynamodb._reads import decode_item, members
@@ -114,7 +118,12 @@ def sweep_staged(engine: Engine, tenant: str, session_id: str, older_than: int) 
 
 
 def restore(engine: Engine, tenant: str, snapshots: Iterable[SessionSnapshot]) -> Steps[int]:
-    """S11: store snapshots verbatim (no stamping, no rule checks) and recompute each touched head."""
+    """S11: store snapshots verbatim (no stamping, no rule checks) and recompute each touched head.
+
+    A restore that fits one transaction (100 actions, 4 MB: a few small sessions) is one: its items
+    and every touched head land together, on the head versions read, or not at all. A larger one
+    writes its items in batches, then each head on the version read; a failure part-way leaves some
+    written, and running it again completes it."""
     checked = [restorable(snapshot) for snapshot in snapshots]
     expires = engine.now_epoch() + int(engine.settings.ttl.total_seconds()) if engine.settings.ttl else None
     for session_id in dict.fromkeys(session_id for _, session_id in checked):
@@ -125,8 +134,8 @@ def restore(engine: Engine, tenant: str, snapshots: Iterable[SessionSnapshot]) -
                 f"session {session_id!r} is being deleted, or a deletion stopped part-way; "
                 "run delete_session again, then restore",
             )
-    requests: list[dict[str, Any]] = []
-    added: dict[str, list[str]] = {}
+    writes: list[dict[str, Any]] = []
+    restored: dict[str, dict[str, tuple[SessionSnapshot, Recipe, dict[str, Any]]]] = {}
     touched: set[str] = set()
     for snapshot, session_id in checked:
         previous = yield from get_item(engine.table, keys.snapshot_key(tenant, snapshot.snapshot_id))
@@ -137,7 +146,7 @@ def restore(engine: Engine, tenant: str, snapshots: Iterable[SessionSnapshot]) -
         plan = plan_state(None, None, snapshot.state, engine.settings.checkpoint_every)
         name, chunks = _blob(engine, snapshot.snapshot_id, plan)
         recipe = plan.recipe(name, len(chunks))
-        requests += [{"PutRequest": {"Item": p}} for p in _part_items(tenant, session_id, name, chunks, expires)]
+        writes += _part_items(tenant, session_id, name, chunks, expires)
         item: dict[str, Any] = {
             **keys.snapshot_key(tenant, snapshot.snapshot_id),
             "rec": {"B": _record(snapshot, recipe)},
@@ -148,17 +157,38 @@ def restore(engine: Engine, tenant: str, snapshots: Iterable[SessionSnapshot]) -
             item["exp"] = {"N": str(expires)}
         if previous is not None and "rec" in previous:  # it may hold the inline blob children read
             item["u"], item["rec"] = item["rec"], previous["rec"]
-        requests.append({"PutRequest": {"Item": item}})
+        writes.append(item)
         touched.add(session_id)
-        added.setdefault(session_id, []).append(snapshot.snapshot_id)
-        if len(requests) >= 100:
-            yield from batch_write(engine.table, dedupe(requests))
-            requests = []
-    yield from batch_write(engine.table, dedupe(requests))
-    engine.forget(tenant, [i for ids in added.values() for i in ids])
+        for other in restored.values():
+            other.pop(snapshot.snapshot_id, None)
+        restored.setdefault(session_id, {})[snapshot.snapshot_id] = (snapshot, recipe, item)
+    writes = [r["PutRequest"]["Item"] for r in dedupe([{"PutRequest": {"Item": w}} for w in writes])]
+    moved = {i for ids in restored.values() for i in ids}
+    if len(writes) + 3 * len(touched) <= MAX_TRANSACTION_ACTIONS and sum(item_size(w) for w in writes) <= _ONE_GO:
+        for _ in range(engine.settings.max_attempts):
+            actions = [put_action(engine.table, w) for w in writes]
+            for session_id in sorted(touched):
+                actions += yield from _head_actions(engine, tenant, session_id, restored.get(session_id, {}), moved)
+            if len(actions) > MAX_TRANSACTION_ACTIONS:
+                break  # the sessions' member pages do not fit beside the items: write in batches
+            try:
+                yield from _transact_surely(engine, actions)
+            except Cancelled:
+                continue  # a turn landed in a touched session since it was read: read again
+            engine.forget(tenant, moved)
+            for session_id in touched:
+                engine.see_head(tenant, session_id, None)
+            return len(checked)
+    for start in range(0, len(writes), 100):
+        yield from batch_write(engine.table, [{"PutRequest": {"Item": w}} for w in writes[start : start + 100]])
+    engine.forget(tenant, moved)
     for session_id in sorted(touched):
-        yield from _recompute_head(engine, tenant, session_id, added.get(session_id, []))
+        yield from _recompute_head(engine, tenant, session_id, restored.get(session_id, {}), moved)
     return len(checked)
+
+
+_ONE_GO = 3 * 1024 * 1024
+"""At most this many bytes of items go in the one transaction of a small restore (the limit is 4 MB)."""
 
 
 def _session_of_item(engine: Engine, item: dict[str, Any] | None, snapshot_id: str) -> str | None:
@@ -170,60 +200,84 @@ def _session_of_item(engine: Engine, item: dict[str, Any] | None, snapshot_id: s
         return None
 
 
-def _recompute_head(engine: Engine, tenant: str, session_id: str, added: list[str]) -> Steps[None]:
-    """Rewrite a session's head and member pages from its snapshot items: the leaf is the most recently
-    created snapshot without children. New pages go first, then the head on the exact version read, and
-    old pages last; a head that moved in between makes it read again."""
+def _head_actions(
+    engine: Engine,
+    tenant: str,
+    session_id: str,
+    restored: dict[str, tuple[SessionSnapshot, Recipe, dict[str, Any]]],
+    moved: set[str],
+) -> Steps[list[dict[str, Any]]]:
+    """The writes that make a session's head and member pages list its members after a restore: the
+    stored members (less those restored elsewhere) with the restored ones over them. The head is put on
+    the exact version read; new pages are put and old ones deleted beside it."""
+    rows = yield from query_partition(engine.table, keys.session_pk(tenant, session_id))
+    read = Head.of(next((r for r in rows if r["sk"]["S"] == keys.HEAD_SK), None))
+    old_pages = [r for r in rows if r["sk"]["S"].startswith(keys.PAGE_PREFIX)]
+    listed = [i for i in (member_ids(rows) if read.alive or read.deleting else []) if i not in moved]
+    stored = yield from members(engine, tenant, session_id, listed)
+    union: dict[str, tuple[SessionSnapshot, Recipe, dict[str, Any]]] = {}
+    for snapshot_id, (item, decoded) in stored.items():
+        if isinstance(decoded, GenkitError):
+            raise decoded
+        union[snapshot_id] = (decoded[0], decoded[1], item)
+    for snapshot_id, (snapshot, recipe, item) in restored.items():
+        union[snapshot_id] = (attrs.evolve(snapshot, state=None), recipe, item)
+    deletions = [{"Delete": {"TableName": engine.table, "Key": {"pk": r["pk"], "sk": r["sk"]}}} for r in old_pages]
+    if not union:
+        if read.alive:  # every member moved to other sessions
+            return [_head.tombstone(engine, tenant, session_id, read)[0], *deletions]
+        return deletions
+    ids = list(union)
+    head_ids, paged = ids[-engine.settings.head_ids :], ids[: -engine.settings.head_ids]
+    leaf = leaf_of(envelope for envelope, _, _ in union.values())
+    expires = None
+    if leaf is not None:
+        leaf_item = union[leaf.snapshot_id][2]
+        expires = int(leaf_item["exp"]["N"]) if "exp" in leaf_item else None
+    pages = []
+    for chunk in pages_of(paged):
+        page: dict[str, Any] = {**keys.page_key(tenant, session_id, engine.token()), "ids": id_list(chunk)}
+        if expires is not None:
+            page["exp"] = {"N": str(expires)}
+        pages.append(put_action(engine.table, page))
+    head = _head.restored(
+        engine,
+        tenant,
+        session_id,
+        read,
+        head_ids,
+        leaf,
+        union[leaf.snapshot_id][1] if leaf is not None else None,
+        expires,
+        min(envelope.created_at for envelope, _, _ in union.values()),
+        len(union),
+        len(restored),
+    )
+    return [head, *pages, *deletions]
+
+
+def _recompute_head(
+    engine: Engine,
+    tenant: str,
+    session_id: str,
+    restored: dict[str, tuple[SessionSnapshot, Recipe, dict[str, Any]]],
+    moved: set[str],
+) -> Steps[None]:
+    """A large restore's head write, after its items: new pages first, then the head on the exact
+    version read, then old pages; a head that moved in between makes it read again."""
     for _ in range(engine.settings.max_attempts):
-        rows = yield from query_partition(engine.table, keys.session_pk(tenant, session_id))
-        read = Head.of(next((r for r in rows if r["sk"]["S"] == keys.HEAD_SK), None))
-        old_pages = [r for r in rows if r["sk"]["S"].startswith(keys.PAGE_PREFIX)]
-        listed = member_ids(rows) if read.alive or read.deleting else []
-        found = yield from members(engine, tenant, session_id, dict.fromkeys([*listed, *added]))
-        engine.see_head(tenant, session_id, None)
-        decoded: dict[str, tuple[SessionSnapshot, Recipe]] = {}
-        for snapshot_id, (_, envelope_and_recipe) in found.items():
-            if isinstance(envelope_and_recipe, GenkitError):
-                raise envelope_and_recipe
-            decoded[snapshot_id] = envelope_and_recipe
-        if not found:
-            if read.alive:  # every member moved to other sessions
-                yield from write_one(engine.table, _head.tombstone(engine, tenant, session_id, read)[0])
-            yield from batch_write(engine.table, [delete_request(r) for r in old_pages])
-            return
-        ids = list(found)
-        head_ids, paged = ids[-engine.settings.head_ids :], ids[: -engine.settings.head_ids]
-        leaf = leaf_of(envelope for envelope, _ in decoded.values())
-        expires = None
-        if leaf is not None:
-            leaf_item = found[leaf.snapshot_id][0]
-            expires = int(leaf_item["exp"]["N"]) if "exp" in leaf_item else None
-        pages = []
-        for chunk in pages_of(paged):
-            page: dict[str, Any] = {**keys.page_key(tenant, session_id, engine.token()), "ids": id_list(chunk)}
-            if expires is not None:
-                page["exp"] = {"N": str(expires)}
-            pages.append({"PutRequest": {"Item": page}})
-        yield from batch_write(engine.table, pages)
-        head = _head.restored(
-            engine,
-            tenant,
-            session_id,
-            read,
-            head_ids,
-            leaf,
-            decoded[leaf.snapshot_id][1] if leaf is not None else None,
-            expires,
-            min(e.created_at for e, _ in decoded.values()),
-            len(found),
-            len(added),
-        )
+        actions = yield from _head_actions(engine, tenant, session_id, restored, moved)
+        heads = [a for a in actions if "Put" in a and a["Put"]["Item"]["sk"]["S"] == keys.HEAD_SK]
+        pages = [a["Put"]["Item"] for a in actions if "Put" in a and a not in heads]
+        old = [a["Delete"]["Key"] for a in actions if "Delete" in a]
+        yield from batch_write(engine.table, [{"PutRequest": {"Item": p}} for p in pages])
         try:
-            yield from write_one(engine.table, head)
+            for head in heads:
+                yield from write_one(engine.table, head)
         except Cancelled:  # a turn landed since the Query: take the new pages back and read again
-            yield from batch_write(engine.table, [delete_request(p["PutRequest"]["Item"]) for p in pages])
+            yield from batch_write(engine.table, [delete_request(p) for p in pages])
             continue
-        yield from batch_write(engine.table, [delete_request(r) for r in old_pages])
+        yield from batch_write(engine.table, [{"DeleteRequest": {"Key": k}} for k in old])
         return
     raise GenkitError(
         Status.ABORTED,

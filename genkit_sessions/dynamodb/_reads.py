@@ -148,12 +148,26 @@ def load(
 
 
 def read_by_id(engine: Engine, tenant: str, snapshot_id: str) -> Steps[Loaded | None]:
-    """A snapshot by id: GetItem, then its blobs."""
+    """A snapshot by id: GetItem, then one BatchGetItem of its blobs and its session's head. A snapshot
+    whose session has no live head (deleted, or being deleted) reads as absent, so a deletion that stops
+    part-way never shows half a session."""
     key = keys.snapshot_key(tenant, snapshot_id)
     item = yield from get_item(engine.table, key)
     if item is None:
         return None
-    return (yield from load(engine, tenant, item, snapshot_id, {(key["pk"]["S"], key["sk"]["S"]): item}))
+    envelope, recipe = decode_item(engine, item, snapshot_id)
+    session_id = envelope.session_id or ""
+    head_key = keys.head_key(tenant, session_id)
+    wanted = [head_key]
+    if not engine.recall(tenant, snapshot_id, recipe)[0]:
+        wanted += [k for k in part_keys(tenant, session_id, recipe) if k != key]
+    found = yield from batch_get(engine.table, wanted)
+    head = _at(found, head_key)
+    if head is None or "dead" in head:
+        engine.forget(tenant, [snapshot_id])
+        return None
+    found[(key["pk"]["S"], key["sk"]["S"])] = item
+    return (yield from load(engine, tenant, item, snapshot_id, found))
 
 
 def read_head(engine: Engine, tenant: str, session_id: str, projection: str | None = None) -> Steps[Head]:

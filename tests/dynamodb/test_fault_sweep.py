@@ -43,7 +43,7 @@ from genkit_sessions import (
     Status,
 )
 from genkit_sessions.dynamodb import DynamoDBSessionStore
-from tests.dynamodb.helpers import cold, noise, parts_left_forever, save_new, scan, state_of
+from tests.dynamodb.helpers import cold, left_behind, noise, parts_left_forever, save_new, state_of
 from tests.dynamodb_backends import client_error, guard_of
 
 StoreFactory = Any
@@ -422,6 +422,6 @@ def test_a_fault_at_any_call_of_a_write_reads_as_before_or_after_and_a_rerun_fin
         rerun = _observe(store, path, operation)
         assert rerun == reference.after, _differences(rerun, reference.after)
         if path.deletes:
-            assert scan(store) == [], "the deletion left items behind"
+            assert left_behind(store) == [], "the deletion left items behind"
     finally:
         _drop(store)
