@@ -25,9 +25,10 @@ moto as it ships. The output says which was used.
 
 Faces (``--faces``, in rotating order over ``--rounds`` rounds, medians reported):
 
-- ``offloaded``: ``DynamoDBSessionStore(table, client).aio``, boto3 on the store's own pool of 8 threads;
-- ``native``: ``DynamoDBSessionStore(table, client=None, endpoint_url=..., region_name=...).aio`` once
-  aiobotocore (the ``aio`` extra) is installed and that face no longer runs on threads; skipped otherwise.
+- ``offloaded``: ``DynamoDBSessionStore(table, client, executor=ThreadPoolExecutor(8)).aio``, boto3 on a
+  pool of 8 threads, the face every async call went through before the non-blocking one existed;
+- ``native``: ``DynamoDBSessionStore(table, client, aio_connections=256).aio``, the same steps driven by
+  aiobotocore on the event loop (the ``aio`` extra); skipped when aiobotocore is not installed.
 
 Event-loop health, per face: a probe task sleeps 1 ms in a loop during the
 timed pass and records how late it wakes (the largest overshoot is the
@@ -86,28 +87,31 @@ STORE_OPTIONS: dict[str, Any] = {}  # --cache-size
 
 
 def offloaded_face(ddb: LocalDynamoDB, table: str) -> tuple[Any, Close]:
-    """Today's async face: every boto3 call runs on the store's own bounded thread pool."""
+    """The thread-offloaded face: every boto3 call runs on a pool of 8 threads handed to the store."""
     client = ddb.client(retries={"mode": "standard", "total_max_attempts": 6})
-    store = DynamoDBSessionStore(table, client, **STORE_OPTIONS)
-    return store.aio, store.close
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=8)
+    store = DynamoDBSessionStore(table, client, executor=pool, **STORE_OPTIONS)
+
+    def close() -> None:
+        pool.shutdown(wait=True)
+
+    return store.aio, close
 
 
 def native_face(ddb: LocalDynamoDB, table: str) -> tuple[Any, Close]:
-    """The non-blocking face: the store builds its own aiobotocore client when given none (extra ``aio``)."""
+    """The non-blocking face: the same store logic on aiobotocore (extra ``aio``)."""
     try:
-        import aiobotocore  # type: ignore[import-not-found]  # noqa: F401  (the `aio` extra)
+        import aiobotocore  # type: ignore[import-not-found, unused-ignore]  # noqa: F401  (the `aio` extra)
     except ImportError as exc:
         raise FaceUnavailable(f"aiobotocore is not installed ({exc}); pip install 'genkit-sessions[aio]'") from exc
+    client = ddb.client(retries={"mode": "standard", "total_max_attempts": 6})
     try:
-        store = DynamoDBSessionStore(
-            table, client=None, endpoint_url=ddb.endpoint_url, region_name="us-east-1", **STORE_OPTIONS
-        )
+        store = DynamoDBSessionStore(table, client, aio_connections=256, **STORE_OPTIONS)
         face = store.aio
     except Exception as exc:
         raise FaceUnavailable(f"{type(exc).__name__}: {exc}") from exc
-    if isinstance(face, AsyncDynamoDBSessionStore):
-        store.close()
-        raise FaceUnavailable("DynamoDBSessionStore(client=None, ...).aio is still the thread-pool face")
+    if not isinstance(face, AsyncDynamoDBSessionStore):
+        raise FaceUnavailable(f"DynamoDBSessionStore(...).aio is {type(face).__name__}, not the native face")
 
     async def close() -> None:
         for target in (face, store):
@@ -483,7 +487,7 @@ def main(argv: list[str] | None = None) -> int:
         help="count slow callbacks in a second pass in asyncio debug mode (default: on)",
     )
     parser.add_argument(
-        "--cache-size", type=int, default=None, help="the store's cache_size (states and heads it keeps; default 64)"
+        "--cache-size", type=int, default=None, help="the store's cache_size (states and heads it keeps; default 1024)"
     )
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
@@ -512,7 +516,7 @@ def main(argv: list[str] | None = None) -> int:
         f"moto in a subprocess, {args.moto_rollback} transaction rollback"
         + (" (moto deep-copies the table per transaction action)" if args.moto_rollback == "stock" else "")
     )
-    print(f"store options: {STORE_OPTIONS or 'defaults (cache_size 64)'}")
+    print(f"store options: {STORE_OPTIONS or 'defaults (cache_size 1024)'}")
 
     with LocalDynamoDB(process=True, latency=0.0, rollback=args.moto_rollback) as ddb:
         available: list[str] = []

@@ -87,7 +87,7 @@ class DynamoDBSessionStore:
         chunk_bytes: int = 350_000,
         watch_interval: float = 0.05,
         watch_max_interval: float = 2.0,
-        cache_size: int = 64,
+        cache_size: int = 1024,
         head_ids: int = 50,
         executor: concurrent.futures.Executor | None = None,
         aio_connections: int = 100,

@@ -81,3 +81,34 @@ def test_duplicate_ids_across_files_are_refused(tmp_path: Path) -> None:
         (tmp_path / name).write_text(json.dumps({"area": name, "cases": [case]}), encoding="utf-8")
     with pytest.raises(CaseFormatError, match=re.escape("also used in a.json")):
         load_cases(tmp_path)
+
+
+def test_the_capability_list_is_the_one_the_schema_and_the_guide_name() -> None:
+    from conformance.cases import CAPABILITIES, CAPABILITY_METHODS
+    from conformance.store_handle import METHOD_CAPABILITIES
+
+    schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
+    requires = _find_key(schema, "requires")["requires"]["items"]["enum"]  # type: ignore[index]
+    assert requires == list(CAPABILITIES)
+    guide = (CASES_DIR.parent / "IMPLEMENTING.md").read_text(encoding="utf-8")
+    assert [c for c in CAPABILITIES if f"`{c}`" not in guide] == []
+    assert {c: m for c, m in CAPABILITY_METHODS.items() if m is not None} == METHOD_CAPABILITIES
+
+
+def _find_key(node: object, key: str) -> dict[str, object]:
+    """The first JSON object under ``node`` that has ``key``."""
+    if isinstance(node, dict):
+        if key in node:
+            return node
+        for value in node.values():
+            try:
+                return _find_key(value, key)
+            except KeyError:
+                continue
+    if isinstance(node, list):
+        for value in node:
+            try:
+                return _find_key(value, key)
+            except KeyError:
+                continue
+    raise KeyError(key)
