@@ -274,9 +274,9 @@ class AsyncDynamoDBSessionStore:
         require_aiobotocore()
         self.sync = store
         self._engine = store._engine
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, Any]] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._clients: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, tuple[Any, Any] | asyncio.Future[tuple[Any, Any]]
+        ] = weakref.WeakKeyDictionary()
 
     def _client_context(self) -> Any:
         from aiobotocore.config import AioConfig  # type: ignore[import-not-found, import-untyped, unused-ignore]
@@ -318,17 +318,28 @@ class AsyncDynamoDBSessionStore:
     async def _client(self) -> Any:
         loop = asyncio.get_running_loop()
         entry = self._clients.get(loop)
-        if entry is not None:
-            return entry[0]
+        if entry is None:  # the first caller on this loop opens the client; the others wait for it
+            opening: asyncio.Future[tuple[Any, Any]] = loop.create_future()
+            self._clients[loop] = opening
+            try:
+                opened = await self._open()
+            except BaseException as exc:
+                self._clients.pop(loop, None)
+                opening.set_exception(exc)
+                raise
+            self._clients[loop] = opened
+            opening.set_result(opened)
+            return opened[0]
+        if isinstance(entry, asyncio.Future):
+            return (await asyncio.shield(entry))[0]
+        return entry[0]
+
+    async def _open(self) -> tuple[Any, Any]:
         context = self._client_context()
         try:
             client = await context.__aenter__()
         except BACKEND_ERRORS as exc:
             raise map_error(exc, "CreateClient", self.sync.table_name) from exc
-        entry = self._clients.get(loop)
-        if entry is not None:  # another task made one meanwhile
-            await context.__aexit__(None, None, None)
-            return entry[0]
 
         async def close_at_loop_shutdown() -> AsyncIterator[None]:
             try:
@@ -338,12 +349,13 @@ class AsyncDynamoDBSessionStore:
 
         closer = close_at_loop_shutdown()
         await closer.__anext__()  # the loop finalises it in shutdown_asyncgens
-        self._clients[loop] = (client, closer)
-        return client
+        return client, closer
 
     async def aclose(self) -> None:
         """Close this event loop's aiobotocore client (a later call opens a new one)."""
         entry = self._clients.pop(asyncio.get_running_loop(), None)
+        if isinstance(entry, asyncio.Future):
+            entry = await entry
         if entry is not None:
             await entry[1].aclose()
 
