@@ -282,6 +282,9 @@ async def _one_pass(
         loop.set_debug(True)
         loop.slow_callback_duration = SLOW_CALLBACK
     face, close = MAKERS[name](ddb, table)
+    opener = getattr(face, "__aenter__", None)
+    if opener is not None:  # as an application does at start-up: open the face's client before serving turns
+        await opener()
     overshoots: list[float] = []
     done = asyncio.Event()
 

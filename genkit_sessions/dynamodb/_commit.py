@@ -81,6 +81,7 @@ class Contention(Exception):
 def save(engine: Engine, tenant: str, snapshot_id: str, mutator: Mutator) -> Steps[SessionSnapshot | None]:
     """S3: atomically apply ``mutator`` to ``snapshot_id``; bounded retries, then ABORTED."""
     seen_head: Head | None = None
+    head_races_lost = 0
     for attempt in range(engine.settings.max_attempts):
         if attempt > 1:
             yield Sleep(random.uniform(0, min(0.5, 0.01 * 2**attempt)))
@@ -96,11 +97,13 @@ def save(engine: Engine, tenant: str, snapshot_id: str, mutator: Mutator) -> Ste
             return None
         try:
             if existing is None:
-                yield from _create(engine, tenant, snapshot, seen_head)
+                yield from _create(engine, tenant, snapshot, seen_head, head_races_lost)
             else:
                 yield from _update(engine, tenant, snapshot, existing)
         except Contention as contention:
-            seen_head = contention.head or seen_head
+            if contention.head is not None:
+                seen_head = contention.head
+                head_races_lost += 1
             continue
         except GenkitError as error:
             if guessed and error.status is Status.INVALID_ARGUMENT:
@@ -153,7 +156,9 @@ def _part_items(
     return items
 
 
-def _create(engine: Engine, tenant: str, snapshot: SessionSnapshot, seen_head: Head | None) -> Steps[None]:
+def _create(
+    engine: Engine, tenant: str, snapshot: SessionSnapshot, seen_head: Head | None, head_races_lost: int = 0
+) -> Steps[None]:
     """Create a snapshot. ``seen_head`` is the head this save read after losing a race for it."""
     session_id = snapshot.session_id
     assert session_id is not None
@@ -188,7 +193,7 @@ def _create(engine: Engine, tenant: str, snapshot: SessionSnapshot, seen_head: H
         recipe,
         expires,
         seen_head or engine.known_head(tenant, session_id),
-        lost_head_race=seen_head is not None,
+        head_races_lost,
     )
     actions = [put_action(engine.table, item, render(condition=not_exists("pk"))), *head_actions]
     part_items = [] if inline else _part_items(tenant, session_id, name, parts, expires)

@@ -57,15 +57,17 @@ def new_snapshot(
     recipe: Recipe,
     expires: int | None,
     known: Head | None,
-    lost_head_race: bool,
+    head_races_lost: int,
 ) -> tuple[list[dict[str, Any]], Head]:
     """The actions that make a new snapshot its session's leaf, and the head they leave.
 
-    When this store knows the whole head, a Put replaces it on its exact version and, until this
-    save has lost a race for the head, on it not moving back in time (after one, the version alone
-    decides, so clock skew between writers cannot starve one). A head holding ``head_ids`` ids moves
-    them to a new member page in the same transaction. Otherwise an UpdateItem adds the id, moves
-    the version, and must find room, a live head (a child) or no head (a root), and an older leaf.
+    Usually an UpdateItem that adds the id and moves the version, on a live head (a child) or no head
+    (a root), with room for the id and an older leaf: adds commute, so concurrent writers only make
+    each other retry when a newer leaf landed first. A Put replaces the whole head, on its exact
+    version, where an update cannot do the job (the first head, a head over a tombstone or written
+    before versions existed, a full head whose ids move to a member page in the same transaction),
+    and after a save lost the head race three times: then the exact version alone decides, without the
+    time check, so a writer whose clock runs behind the others' is never starved.
     """
     session_id = snapshot.session_id
     assert session_id is not None
@@ -87,19 +89,25 @@ def new_snapshot(
     if known is not None and fully_known:
         if known.deleting:
             raise _being_deleted(session_id)
-        if known.alive or snapshot.parent_id is None:
-            return _replace(engine, tenant, snapshot, fields, known, lost_head_race)
+        # A whole Put only where an update cannot do the job: the first head, a head over a tombstone, a
+        # head written before versions existed, and a full head whose ids move to a member page. Adding an
+        # id commutes with other writers' adds, so under contention only a newer leaf makes a save retry.
+        assert known.ids is not None
+        needs_put = (
+            not known.alive
+            or (known.item is not None and "sv" not in known.item)
+            or len(known.ids) >= engine.settings.head_ids
+            or head_races_lost >= 3
+        )
+        if needs_put and (known.alive or snapshot.parent_id is None):
+            return _replace(engine, tenant, snapshot, fields, known, lost_head_race=head_races_lost >= 3)
     update = Update()
     for name, value in fields.items():
         update.set(name, value)
     update.set_default("ca", created).add("ids", id_list([snapshot_id])).add("sv", {"N": "1"})
     room = not_exists("ids") | size_lt("ids", {"N": str(engine.settings.head_ids)})
     newer = lt("lc", created)
-    if known is not None and known.version is not None and known.alive:
-        condition = eq("hv", {"S": known.version}) & room
-        if not lost_head_race:
-            condition = condition & newer
-    elif snapshot.parent_id is not None:
+    if snapshot.parent_id is not None:
         condition = _alive() & exists("sv") & newer & room
     else:
         condition = not_exists("pk") | (not_exists("dead") & exists("sv") & newer & room)

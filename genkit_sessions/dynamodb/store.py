@@ -272,6 +272,10 @@ class AsyncDynamoDBSessionStore:
 
     def __init__(self, store: DynamoDBSessionStore) -> None:
         require_aiobotocore()
+        # Imported here, not at the first call: importing aiobotocore and aiohttp takes a few hundred
+        # milliseconds, which must not fall on a running event loop.
+        import aiobotocore.session  # type: ignore[import-not-found, import-untyped, unused-ignore]  # noqa: F401
+
         self.sync = store
         self._engine = store._engine
         self._clients: weakref.WeakKeyDictionary[
@@ -360,6 +364,8 @@ class AsyncDynamoDBSessionStore:
             await entry[1].aclose()
 
     async def __aenter__(self) -> AsyncDynamoDBSessionStore:
+        """Open this event loop's client now (an application's start-up), not at the first call."""
+        await self._client()
         return self
 
     async def __aexit__(self, *exc: object) -> None:

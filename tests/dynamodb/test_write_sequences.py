@@ -1,0 +1,196 @@
+"""Generated write sequences read the same on DynamoDB as on the in-memory store; racing processes lose nothing.
+
+The in-memory store is the model: every operation of a generated sequence (a
+new turn from any snapshot, a pending turn, its completion, an abort, a
+heartbeat, a deletion, a restore) runs on both stores, and after each one
+what a reader can observe (the members, the leaf, the session record, every
+snapshot by id, or the error raised) must agree.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from genkit_sessions import (
+    AgentInit,
+    GenkitError,
+    InMemorySessionStore,
+    Message,
+    SessionResolver,
+    SessionSnapshot,
+    SessionState,
+)
+from genkit_sessions.dynamodb import DynamoDBSessionStore, create_table
+from tests.dynamodb_backends import CREDENTIALS, make_client, server_endpoint
+
+SESSIONS = ("s1", "s2")
+
+operation = st.one_of(
+    st.tuples(st.just("turn"), st.sampled_from(SESSIONS), st.text(max_size=30)),
+    st.tuples(st.just("pending"), st.sampled_from(SESSIONS), st.text(max_size=30)),
+    st.tuples(st.just("complete"), st.integers(0, 20), st.text(max_size=30)),
+    st.tuples(st.just("abort"), st.integers(0, 20), st.just("")),
+    st.tuples(st.just("heartbeat"), st.integers(0, 20), st.just("")),
+    st.tuples(st.just("delete"), st.sampled_from(SESSIONS), st.just("")),
+    st.tuples(st.just("restore"), st.sampled_from(SESSIONS), st.text(max_size=30)),
+)
+
+
+@pytest.fixture(scope="module")
+def dynamodb_client() -> Iterator[Any]:
+    from moto import mock_aws
+
+    with mock_aws():
+        yield make_client()
+
+
+def _apply(store: Any, step: tuple[str, Any, str], made: list[str], clock: list[int]) -> Any:
+    kind, target, text = step
+    clock[0] += 1
+    if kind in ("turn", "pending"):
+        snapshot_id = f"n{clock[0]}"
+        leaf = store.get_snapshot(session_id=target)
+        messages = (*(leaf.state.messages if leaf is not None and leaf.state else ()), Message.of_text("user", text))
+        status = "pending" if kind == "pending" else "completed"
+        store.save_snapshot(
+            snapshot_id,
+            lambda _: SessionSnapshot(
+                snapshot_id=snapshot_id,
+                parent_id=leaf.snapshot_id if leaf is not None else None,
+                state=SessionState(session_id=target, messages=messages),
+                status=status,
+            ),
+        )
+        made.append(snapshot_id)
+        return snapshot_id
+    if kind in ("complete", "abort", "heartbeat"):
+        if not made:
+            return None
+        snapshot_id = made[target % len(made)]
+        if kind == "abort":
+            return store.abort_snapshot(snapshot_id)
+        if kind == "heartbeat":
+            return store.heartbeat(snapshot_id).status
+
+        def complete(current: SessionSnapshot | None) -> SessionSnapshot | None:
+            if current is None or current.state is None:
+                return None
+            more = (*current.state.messages, Message.of_text("model", text))
+            return attrs.evolve(current, status="completed", state=attrs.evolve(current.state, messages=more))
+
+        saved = store.save_snapshot(snapshot_id, complete)
+        return None if saved is None else saved.status
+    if kind == "delete":
+        return store.delete_session(target)
+    snapshot_id = f"r{clock[0]}"
+    made.append(snapshot_id)
+    restored = SessionSnapshot(
+        snapshot_id=snapshot_id,
+        session_id=target,
+        created_at=f"2020-01-01T00:00:{clock[0] % 60:02d}Z",
+        state=SessionState(session_id=target, messages=(Message.of_text("user", text),)),
+    )
+    return store.restore_snapshots([restored])
+
+
+def _observe(store: Any, made: list[str]) -> Any:
+    seen: dict[str, Any] = {}
+    for session_id in SESSIONS:
+        leaf = store.get_snapshot(session_id=session_id)
+        record = store.get_session_record(session_id)
+        seen[session_id] = (
+            [s.snapshot_id for s in store.list_snapshots(session_id)],
+            None if leaf is None else leaf.snapshot_id,
+            None if record is None else (record.version, record.leaf_id),
+        )
+    for snapshot_id in made:
+        found = store.get_snapshot(snapshot_id=snapshot_id)
+        seen[snapshot_id] = None if found is None else (found.status, found.state)
+    return seen
+
+
+def _outcome(store: Any, step: tuple[str, Any, str], made: list[str], clock: list[int]) -> Any:
+    try:
+        return ("ok", _apply(store, step, made, clock))
+    except GenkitError as error:
+        return ("error", error.status)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(operation, min_size=1, max_size=10))
+def test_generated_write_sequences_read_the_same_on_dynamodb_as_in_memory(
+    dynamodb_client: Any, steps: list[tuple[str, Any, str]]
+) -> None:
+    table = f"seq-{uuid.uuid4().hex[:10]}"
+    create_table(dynamodb_client, table)
+    memory, dynamo = InMemorySessionStore(), DynamoDBSessionStore(table, dynamodb_client)
+    made_m: list[str] = []
+    made_d: list[str] = []
+    clock_m, clock_d = [0], [0]
+    for step in steps:
+        expected = _outcome(memory, step, made_m, clock_m)
+        got = _outcome(dynamo, step, made_d, clock_d)
+        assert got == expected, f"{step}: DynamoDB {got}, memory {expected}"
+        fresh = DynamoDBSessionStore(table, dynamodb_client)
+        assert _normalise(_observe(fresh, made_d)) == _normalise(_observe(memory, made_m)), step
+    dynamodb_client.delete_table(TableName=table)
+
+
+def _normalise(seen: dict[str, Any]) -> dict[str, Any]:
+    """Stores stamp their own times: compare states by their messages, not their timestamps."""
+    out: dict[str, Any] = {}
+    for key, value in seen.items():
+        if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], SessionState | type(None)):
+            status, state = value
+            out[key] = (status, None if state is None else [m.text for m in state.message_list])
+        else:
+            out[key] = value
+    return out
+
+
+# --- racing processes --------------------------------------------------------------------------------
+
+
+def _writer_process(endpoint: str, table: str, writer: int, turns: int, results: Any) -> None:
+    import boto3
+
+    client = boto3.client("dynamodb", region_name="us-east-1", endpoint_url=endpoint, **CREDENTIALS)
+    store = DynamoDBSessionStore(table, client)
+    saved = []
+    for turn in range(turns):
+        resolution = SessionResolver.resolve(store, True, AgentInit(session_id="race"))
+        assert resolution.session is not None
+        resolution.session.add_messages(Message.of_text("user", f"w{writer} t{turn}"))
+        saved.append(resolution.session.save().snapshot_id)
+    results.put(saved)
+
+
+def test_writers_in_separate_processes_lose_no_turn_and_the_version_counts_them_all() -> None:
+    endpoint = server_endpoint()
+    client = make_client(endpoint)
+    table = f"procs-{uuid.uuid4().hex[:10]}"
+    create_table(client, table)
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    writers = [context.Process(target=_writer_process, args=(endpoint, table, n, 6, results)) for n in range(4)]
+    for process in writers:
+        process.start()
+    saved = [snapshot_id for _ in writers for snapshot_id in results.get(timeout=120)]
+    for process in writers:
+        process.join(timeout=60)
+        assert process.exitcode == 0
+    store = DynamoDBSessionStore(table, client)
+    listed = [s.snapshot_id for s in store.list_snapshots("race")]
+    assert sorted(listed) == sorted(saved) and len(saved) == 24  # every save that succeeded is there
+    record = store.get_session_record("race")
+    assert record is not None and record.version == 24
+    leaf = store.get_snapshot(session_id="race")
+    assert leaf is not None and leaf.snapshot_id in saved
