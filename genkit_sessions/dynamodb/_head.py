@@ -61,13 +61,14 @@ def new_snapshot(
 ) -> tuple[list[dict[str, Any]], Head]:
     """The actions that make a new snapshot its session's leaf, and the head they leave.
 
-    Usually an UpdateItem that adds the id and moves the version, on a live head (a child) or no head
-    (a root), with room for the id and an older leaf: adds commute, so concurrent writers only make
-    each other retry when a newer leaf landed first. A Put replaces the whole head, on its exact
-    version, where an update cannot do the job (the first head, a head over a tombstone or written
-    before versions existed, a full head whose ids move to a member page in the same transaction),
-    and after a save lost the head race three times: then the exact version alone decides, without the
-    time check, so a writer whose clock runs behind the others' is never starved.
+    When this store knows the whole head (it resumed from it, or wrote it last), a Put replaces it on
+    its exact version and on it not moving back in time; a full head's ids move to a member page in
+    the same transaction. After a save lost the head race, an UpdateItem adds the id and moves the
+    version instead, on a live head (a child) or no head (a root), with room for the id and an older
+    leaf: adds commute, so concurrent writers only make each other retry when a newer leaf landed
+    first. After three lost races a Put on the exact version decides alone, without the time check,
+    so a writer whose clock runs behind the others' is never starved. A store that does not know the
+    head uses the UpdateItem from the start.
     """
     session_id = snapshot.session_id
     assert session_id is not None
@@ -81,8 +82,7 @@ def new_snapshot(
         "lc": created,
         "rc": {"B": compress(recipe.to_json())},
         "hv": {"S": version},
-        "ua": created,
-    }
+    }  # updatedAt is the leaf's createdAt (``lc``) until a change of a snapshot sets ``ua``
     if expires is not None:
         fields["exp"] = {"N": str(expires)}
     fully_known = known is not None and known.ids is not None and (known.item is not None or not known.exists)
@@ -97,6 +97,7 @@ def new_snapshot(
             not known.alive
             or (known.item is not None and "sv" not in known.item)
             or len(known.ids) >= engine.settings.head_ids
+            or head_races_lost == 0  # uncontended, a whole Put on the version known is the cheapest write
             or head_races_lost >= 3
         )
         if needs_put and (known.alive or snapshot.parent_id is None):
@@ -104,7 +105,7 @@ def new_snapshot(
     update = Update()
     for name, value in fields.items():
         update.set(name, value)
-    update.set_default("ca", created).add("ids", id_list([snapshot_id])).add("sv", {"N": "1"})
+    update.set_default("ca", created).add("ids", id_list([snapshot_id])).add("sv", {"N": "1"}).remove("ua")
     room = not_exists("ids") | size_lt("ids", {"N": str(engine.settings.head_ids)})
     newer = lt("lc", created)
     if snapshot.parent_id is not None:
