@@ -55,19 +55,12 @@ def _inprocess_client() -> Any:
 
 
 def _server_client() -> Any:
-    """A client of a moto server on a free 127.0.0.1 port, started on first use and stopped at exit."""
-    import logging
+    """A client of a local DynamoDB over HTTP (moto behind a proxy that makes every conditional write
+    atomic and honours ClientRequestToken, as DynamoDB does), started on first use, stopped at exit."""
+    from genkit_sessions.dynamodb.local import LocalDynamoDB
 
-    from moto.server import ThreadedMotoServer
-
-    from genkit_sessions.dynamodb.embedded import free_port, local_client
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    atexit.register(server.stop)
-    return local_client(f"http://127.0.0.1:{port}")
+    server = LocalDynamoDB().start()
+    return server.client()
 
 
 _offload: list[Any] = []

@@ -59,7 +59,7 @@ class DynamoDBSessionStore:
     deltas a page folds, and how many pages a page of the next level folds;
     ``ttl`` gives every item of a session tree one expiry, counted from its root
     snapshot; ``orphan_ttl`` (1 day) is the expiry of blob parts written ahead of
-    a commit; ``max_attempts`` (8) bounds retries of a contended save before
+    a commit; ``max_attempts`` (10) bounds retries of a contended save before
     ABORTED; ``watch_interval`` / ``watch_max_interval`` set the polling of
     :meth:`watch_status`; ``head_ids`` (50) is how many member ids a session's
     head holds before they move to a member page.
@@ -83,7 +83,7 @@ class DynamoDBSessionStore:
         checkpoint_every: int = 5,
         ttl: timedelta | None = None,
         orphan_ttl: timedelta = timedelta(days=1),
-        max_attempts: int = 8,
+        max_attempts: int = 10,
         chunk_bytes: int = 350_000,
         watch_interval: float = 0.05,
         watch_max_interval: float = 2.0,
