@@ -76,6 +76,9 @@ class Cancelled(Exception):
     def __init__(self, codes: Sequence[str]) -> None:
         super().__init__(", ".join(codes))
         self.codes = list(codes)
+        self.after_lost_answer = False
+        """Set when a resend with the same token, after an answer was lost, was refused: the first send may
+        have landed."""
 
     def failed(self, index: int) -> bool:
         """Whether action ``index`` of the transaction failed its condition."""
@@ -86,15 +89,23 @@ def _method_name(operation: str) -> str:
     return "".join("_" + c.lower() if c.isupper() else c for c in operation).lstrip("_")
 
 
+def _advance(steps: Steps[T], answer: Any, failure: BaseException | None) -> tuple[bool, Any]:
+    """Send the last answer (or throw its failure) into ``steps``: ``(True, result)`` when they finished,
+    else ``(False, next request)``."""
+    try:
+        return False, (steps.throw(failure) if failure is not None else steps.send(answer))
+    except StopIteration as done:
+        return True, done.value
+
+
 def run_sync(steps: Steps[T], client: Any) -> T:
     """Drive ``steps`` with a blocking boto3 client."""
     answer: Any = None
     failure: BaseException | None = None
     while True:
-        try:
-            request = steps.throw(failure) if failure is not None else steps.send(answer)
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
+        finished, request = _advance(steps, answer, failure)
+        if finished:
+            return request  # type: ignore[no-any-return]
         answer, failure = None, None
         if isinstance(request, Sleep):
             time.sleep(request.seconds)
@@ -110,10 +121,9 @@ async def run_async(steps: Steps[T], client: Any) -> T:
     answer: Any = None
     failure: BaseException | None = None
     while True:
-        try:
-            request = steps.throw(failure) if failure is not None else steps.send(answer)
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
+        finished, request = _advance(steps, answer, failure)
+        if finished:
+            return request  # type: ignore[no-any-return]
         answer, failure = None, None
         if isinstance(request, Sleep):
             await asyncio.sleep(request.seconds)

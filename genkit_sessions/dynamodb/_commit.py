@@ -50,7 +50,15 @@ from genkit_sessions.dynamodb._calls import (
 from genkit_sessions.dynamodb._codec import Plan, Recipe, compress, pack_record, plan_state, split_parts, strict_equal
 from genkit_sessions.dynamodb._engine import INLINE_LIMIT, RECORD_LIMIT, Engine
 from genkit_sessions.dynamodb._expressions import Update, eq, exists, not_exists, render
-from genkit_sessions.dynamodb._items import Head, Loaded, action_size, item_size, put_action, status_attributes
+from genkit_sessions.dynamodb._items import (
+    Head,
+    Loaded,
+    action_size,
+    item_size,
+    put_action,
+    status_attributes,
+    status_history,
+)
 from genkit_sessions.dynamodb._reads import read_by_id, read_head
 from genkit_sessions.errors import GenkitError, Status
 from genkit_sessions.model.types import SessionSnapshot, SessionState
@@ -128,12 +136,12 @@ def _guess(engine: Engine, tenant: str, snapshot_id: str, mutator: Mutator) -> t
     return guess, snapshot
 
 
-def _blob(engine: Engine, snapshot_id: str, plan: Plan) -> tuple[str, list[bytes]]:
+def new_blob(engine: Engine, snapshot_id: str, plan: Plan) -> tuple[str, list[bytes]]:
     tag = ("c" if plan.is_page else "d") + os.urandom(6).hex()
     return keys.blob_name(snapshot_id, tag), split_parts(compress(plan.payload), engine.settings.chunk_bytes)
 
 
-def _record(snapshot: SessionSnapshot, recipe: Recipe) -> bytes:
+def record_bytes(snapshot: SessionSnapshot, recipe: Recipe) -> bytes:
     record = compress({"e": to_wire(attrs.evolve(snapshot, state=None)), "r": recipe.to_json()})
     if len(record) > RECORD_LIMIT:
         raise GenkitError(
@@ -144,7 +152,7 @@ def _record(snapshot: SessionSnapshot, recipe: Recipe) -> bytes:
     return record
 
 
-def _part_items(
+def blob_part_items(
     tenant: str, session_id: str, name: str, parts: list[bytes], expires: int | None
 ) -> list[dict[str, Any]]:
     items = []
@@ -177,10 +185,10 @@ def _create(
     if expires is None and engine.settings.ttl is not None:
         expires = engine.now_epoch() + int(engine.settings.ttl.total_seconds())
     plan = plan_state(parent_state, parent_recipe, snapshot.state, engine.settings.checkpoint_every)
-    name, parts = _blob(engine, snapshot_id, plan)
+    name, parts = new_blob(engine, snapshot_id, plan)
     inline = len(parts) == 1 and len(parts[0]) <= INLINE_LIMIT
     recipe = plan.recipe(name, 0 if inline else len(parts))
-    record = _record(snapshot, recipe)
+    record = record_bytes(snapshot, recipe)
     if inline:
         record = pack_record(record, keys.blob_tag(name), parts[0])
     item = {**keys.snapshot_key(tenant, snapshot_id), "rec": {"B": record}, **status_attributes(snapshot)}
@@ -196,7 +204,7 @@ def _create(
         head_races_lost,
     )
     actions = [put_action(engine.table, item, render(condition=not_exists("pk"))), *head_actions]
-    part_items = [] if inline else _part_items(tenant, session_id, name, parts, expires)
+    part_items = [] if inline else blob_part_items(tenant, session_id, name, parts, expires)
     try:
         yield from _commit(engine, tenant, session_id, name, actions, part_items, expires)
     except Cancelled as cancelled:
@@ -238,12 +246,12 @@ def _update(engine: Engine, tenant: str, snapshot: SessionSnapshot, existing: Lo
     parts: list[dict[str, Any]] = []
     if state_changed:
         plan = plan_state(before, existing.recipe, snapshot.state, engine.settings.checkpoint_every)
-        name, chunks = _blob(engine, snapshot_id, plan)
+        name, chunks = new_blob(engine, snapshot_id, plan)
         recipe = plan.recipe(name, len(chunks))
-        parts = _part_items(tenant, session_id, name, chunks, existing.expires)
+        parts = blob_part_items(tenant, session_id, name, chunks, existing.expires)
     # An update, not a put: the blob this snapshot wrote inline at its creation stays, for its children.
     status = status_attributes(snapshot, existing.statuses)
-    update = Update().set("u", {"B": _record(snapshot, recipe)}).set("v", {"N": str(existing.version + 1)})
+    update = Update().set("u", {"B": record_bytes(snapshot, recipe)}).set("v", {"N": str(existing.version + 1)})
     for attribute, value in status.items():
         update.set(attribute, value)
     condition = exists("pk") & (eq("v", {"N": str(existing.version)}) if existing.version > 1 else not_exists("v"))
@@ -272,21 +280,13 @@ def _update(engine: Engine, tenant: str, snapshot: SessionSnapshot, existing: Lo
         raise Contention() from None
     if len(actions) > 1:
         engine.see_head(tenant, session_id, None)  # its version moved
-    engine.remember(
-        tenant, Loaded(snapshot, recipe, existing.expires, existing.version + 1, _status_names(status, existing))
-    )
+    engine.remember(tenant, Loaded(snapshot, recipe, existing.expires, existing.version + 1, status_history(status)))
     if state_changed:  # keep the head's read hint current when this snapshot is the leaf (best effort)
         try:
             yield from write_one(engine.table, _head.hint(engine, tenant, session_id, snapshot_id, recipe))
         except (Cancelled, GenkitError) as exc:
             if not isinstance(exc, Cancelled):
                 _log.info("could not refresh the read hint of session %r: %s", session_id, exc)
-
-
-def _status_names(status: dict[str, Any], existing: Loaded) -> tuple[str, ...]:
-    if "sh" in status:
-        return tuple(entry["S"] for entry in status["sh"]["L"])
-    return (status["st"]["S"],) if "st" in status else ()
 
 
 def _commit(
@@ -305,7 +305,7 @@ def _commit(
         return
     size = sum(action_size(a) for a in actions) + sum(item_size(p) for p in parts)
     if len(actions) + len(parts) <= MAX_TRANSACTION_ACTIONS and size <= MAX_TRANSACTION_BYTES - _TRANSACTION_MARGIN:
-        yield from _transact_surely(engine, actions + [put_action(engine.table, p) for p in parts])
+        yield from transact_surely(engine, actions + [put_action(engine.table, p) for p in parts])
         return
     marker = {
         **keys.marker_key(tenant, session_id, blob),
@@ -329,9 +329,9 @@ def _commit(
         }
     }
     try:
-        yield from _transact_surely(engine, [*actions, release])
+        yield from transact_surely(engine, [*actions, release])
     except Cancelled as cancelled:
-        if getattr(cancelled, "after_lost_answer", False):
+        if cancelled.after_lost_answer:
             # A resend refused after a lost answer: the first send may have landed. The commit deletes the
             # marker atomically, so the marker says which.
             still_staged = yield from get_item(engine.table, {"pk": marker["pk"], "sk": marker["sk"]})
@@ -345,7 +345,7 @@ def _commit(
         raise  # unknown: the parts stay, named by the marker, for sweep_staged and delete_session
 
 
-def _transact_surely(engine: Engine, actions: list[dict[str, Any]]) -> Steps[None]:
+def transact_surely(engine: Engine, actions: list[dict[str, Any]]) -> Steps[None]:
     """A transaction with a ClientRequestToken, sent again with the same token when its answer is lost, so
     a write DynamoDB applied is recognised as this writer's own success (for 10 minutes, AWS documents)."""
     token = str(uuid.uuid4())
@@ -354,7 +354,7 @@ def _transact_surely(engine: Engine, actions: list[dict[str, Any]]) -> Steps[Non
             yield from transact(engine.table, actions, token)
             return
         except Cancelled as cancelled:
-            cancelled.after_lost_answer = resend > 0  # type: ignore[attr-defined]
+            cancelled.after_lost_answer = resend > 0
             raise
         except GenkitError as error:
             if resend == _RESENDS or not _outcome_unknown(error):

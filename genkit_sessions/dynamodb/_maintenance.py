@@ -25,7 +25,13 @@ from genkit_sessions.dynamodb import _head
 from genkit_sessions.dynamodb import _keys as keys
 from genkit_sessions.dynamodb._calls import Cancelled, Steps, batch_write, get_item, query_partition, write_one
 from genkit_sessions.dynamodb._codec import Recipe, plan_state
-from genkit_sessions.dynamodb._commit import MAX_TRANSACTION_ACTIONS, _blob, _part_items, _record, _transact_surely
+from genkit_sessions.dynamodb._commit import (
+    MAX_TRANSACTION_ACTIONS,
+    blob_part_items,
+    new_blob,
+    record_bytes,
+    transact_surely,
+)
 from genkit_sessions.dynamodb._engine import Engine
 from genkit_sessions.dynamodb._expressions import exists, render
 from genkit_sessions.dynamodb._items import (
@@ -144,12 +150,12 @@ def restore(engine: Engine, tenant: str, snapshots: Iterable[SessionSnapshot]) -
             touched.add(old_session)
         version = int(previous["v"]["N"]) + 1 if previous is not None and "v" in previous else 1
         plan = plan_state(None, None, snapshot.state, engine.settings.checkpoint_every)
-        name, chunks = _blob(engine, snapshot.snapshot_id, plan)
+        name, chunks = new_blob(engine, snapshot.snapshot_id, plan)
         recipe = plan.recipe(name, len(chunks))
-        writes += _part_items(tenant, session_id, name, chunks, expires)
+        writes += blob_part_items(tenant, session_id, name, chunks, expires)
         item: dict[str, Any] = {
             **keys.snapshot_key(tenant, snapshot.snapshot_id),
-            "rec": {"B": _record(snapshot, recipe)},
+            "rec": {"B": record_bytes(snapshot, recipe)},
             **status_attributes(snapshot),
             **({"v": {"N": str(version)}} if version > 1 else {}),
         }
@@ -172,7 +178,7 @@ def restore(engine: Engine, tenant: str, snapshots: Iterable[SessionSnapshot]) -
             if len(actions) > MAX_TRANSACTION_ACTIONS:
                 break  # the sessions' member pages do not fit beside the items: write in batches
             try:
-                yield from _transact_surely(engine, actions)
+                yield from transact_surely(engine, actions)
             except Cancelled:
                 continue  # a turn landed in a touched session since it was read: read again
             engine.forget(tenant, moved)

@@ -170,13 +170,10 @@ def read_by_id(engine: Engine, tenant: str, snapshot_id: str) -> Steps[Loaded | 
     return (yield from load(engine, tenant, item, snapshot_id, found))
 
 
-def read_head(engine: Engine, tenant: str, session_id: str, projection: str | None = None) -> Steps[Head]:
-    """A session's head, remembered for the next write (a projection is not remembered whole)."""
-    item = yield from get_item(engine.table, keys.head_key(tenant, session_id), projection)
-    head = Head.of(item)
-    if projection is not None and item is not None:
-        head = Head(head.version, head.ids, None)
-    engine.see_head(tenant, session_id, head if projection is None else None)
+def read_head(engine: Engine, tenant: str, session_id: str) -> Steps[Head]:
+    """A session's head, remembered for the next write."""
+    head = Head.of((yield from get_item(engine.table, keys.head_key(tenant, session_id))))
+    engine.see_head(tenant, session_id, head)
     return head
 
 

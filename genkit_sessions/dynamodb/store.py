@@ -310,10 +310,7 @@ class AsyncDynamoDBSessionStore:
         )
         return get_session().create_client(
             "dynamodb",
-            region_name=region_name
-            or os.environ.get("AWS_REGION")
-            or os.environ.get("AWS_DEFAULT_REGION")
-            or "us-east-1",
+            region_name=default_region(region_name),
             endpoint_url=endpoint_url,
             config=config,
             **options,
@@ -461,6 +458,11 @@ class AsyncDynamoDBSessionStore:
         return count
 
 
+def default_region(region_name: str | None) -> str:
+    """The region to use: the one given, else ``AWS_REGION`` / ``AWS_DEFAULT_REGION``, else ``us-east-1``."""
+    return region_name or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+
+
 def build_client(
     region_name: str | None = None,
     endpoint_url: str | None = None,
@@ -479,10 +481,7 @@ def build_client(
     try:
         return boto3.client(
             "dynamodb",
-            region_name=region_name
-            or os.environ.get("AWS_REGION")
-            or os.environ.get("AWS_DEFAULT_REGION")
-            or "us-east-1",
+            region_name=default_region(region_name),
             endpoint_url=endpoint_url,
             config=config,
             **(client_options or {}),

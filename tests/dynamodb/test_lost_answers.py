@@ -11,7 +11,6 @@ happened and reads as after.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import attrs
 import pytest
@@ -19,7 +18,7 @@ import pytest
 from genkit_sessions import AgentInit, Message, SessionResolver, SessionSnapshot, SnapshotStatus
 from genkit_sessions.dynamodb import DynamoDBSessionStore, create_table
 from genkit_sessions.dynamodb.local import LocalDynamoDB
-from tests.dynamodb.helpers import noise, state_of
+from tests.dynamodb.helpers import noise, scan, state_of
 
 
 @pytest.fixture(scope="module")
@@ -92,21 +91,6 @@ def test_a_staged_write_whose_commit_answer_is_lost_keeps_its_parts_and_reads_ba
     assert saved is not None
     back = DynamoDBSessionStore(store.table_name, store.client).get_snapshot(snapshot_id="big")
     assert back is not None and back.state == big
-    items = _scan(store)
+    items = scan(store)
     assert not any(i["sk"]["S"].startswith("g\x1f") for i in items), "the commit deletes its staging marker"
     assert all("exp" not in i for i in items if i["sk"]["S"].startswith("b\x1f")), "committed parts never expire"
-
-
-def _scan(store: DynamoDBSessionStore) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
-    kwargs: dict[str, Any] = {
-        "TableName": store.table_name,
-        "ProjectionExpression": "pk, sk, #e",
-        "ExpressionAttributeNames": {"#e": "exp"},
-    }
-    while True:
-        page = store.client.scan(**kwargs)
-        items.extend(page.get("Items", []))
-        if "LastEvaluatedKey" not in page:
-            return items
-        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
