@@ -51,6 +51,18 @@ from genkit_sessions.resolver import (
     SessionResolver,
     SessionStoreOptions,
 )
+from genkit_sessions.service import (
+    AppendResult,
+    AsyncSessionService,
+    Compaction,
+    CompactionResult,
+    CompactionStrategy,
+    CompactionTrigger,
+    KeepLastStrategy,
+    MessageCountTrigger,
+    SessionService,
+    TokenCountTrigger,
+)
 from genkit_sessions.stores import (
     AsyncInMemorySessionStore,
     AsyncSessionStore,
@@ -59,15 +71,23 @@ from genkit_sessions.stores import (
     SessionRecord,
     SessionStore,
 )
+from genkit_sessions.stores.protocol import CallOptions, SessionPage
 
 __version__ = "0.1.0"
 
 __all__ = [
     "TERMINAL_STATUSES",
     "AgentInit",
+    "AppendResult",
     "Artifact",
     "AsyncInMemorySessionStore",
+    "AsyncSessionService",
     "AsyncSessionStore",
+    "CallOptions",
+    "Compaction",
+    "CompactionResult",
+    "CompactionStrategy",
+    "CompactionTrigger",
     "CustomPart",
     "DataPart",
     "ErrorInfo",
@@ -75,9 +95,11 @@ __all__ = [
     "FrozenDict",
     "GenkitError",
     "InMemorySessionStore",
+    "KeepLastStrategy",
     "Media",
     "MediaPart",
     "Message",
+    "MessageCountTrigger",
     "OffloadedAsyncStore",
     "Part",
     "Reason",
@@ -89,8 +111,10 @@ __all__ = [
     "ResumePolicy",
     "Role",
     "Session",
+    "SessionPage",
     "SessionRecord",
     "SessionResolver",
+    "SessionService",
     "SessionSnapshot",
     "SessionState",
     "SessionStore",
@@ -98,6 +122,7 @@ __all__ = [
     "SnapshotStatus",
     "Status",
     "TextPart",
+    "TokenCountTrigger",
     "ToolRequest",
     "ToolRequestPart",
     "ToolResponse",

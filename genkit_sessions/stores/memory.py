@@ -12,16 +12,28 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import heapq
 import threading
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
 
 import attrs
 
 from genkit_sessions.errors import GenkitError, Reason, Status
-from genkit_sessions.model.clock import Clock, MonotonicStamper, utc_now
+from genkit_sessions.model.clock import Clock, MonotonicStamper, format_timestamp, utc_now
+from genkit_sessions.model.frozen_json import FrozenDict
 from genkit_sessions.model.ids import validate_id
 from genkit_sessions.model.types import SessionSnapshot, SnapshotStatus
-from genkit_sessions.stores.protocol import Context, Mutator, SessionRecord, TenantFn
+from genkit_sessions.stores import session_rules as rules
+from genkit_sessions.stores.protocol import (
+    CallOptions,
+    Context,
+    Mutator,
+    SessionPage,
+    SessionRecord,
+    TenantFn,
+    effective_context,
+)
 from genkit_sessions.stores.write_rules import (
     abort_through,
     check_parent,
@@ -45,6 +57,15 @@ class _Session:
     version: int = 0
     created_at: str = ""
     updated_at: str = ""
+    metadata: FrozenDict = attrs.Factory(lambda: FrozenDict({}))
+    ttl: timedelta | None = None
+    sliding: bool = False
+    expires_at: datetime | None = None
+
+    @property
+    def visible_version(self) -> int:
+        """V8: the version, or 0 while the session has no snapshots."""
+        return self.version if self.ids else 0
 
 
 @attrs.define
@@ -57,6 +78,10 @@ class _Tenant:
     leaves: dict[str, SessionSnapshot] = attrs.Factory(dict)
     deleted_versions: dict[str, int] = attrs.Factory(dict)
     """The version a deleted session had, so a session created again under its id never reuses one."""
+    index: dict[tuple[str, str], dict[str, str]] = attrs.Factory(dict)
+    """(metadata key, value) -> {session id: created_at}, for the indexed keys."""
+    expiry: list[tuple[datetime, str]] = attrs.Factory(list)
+    """A heap of (expires_at, session id); an entry whose session now expires at another time is stale."""
 
     def session(self, session_id: str) -> _Session:
         """The session's index, made (continuing a deleted session's version) when there is none."""
@@ -77,9 +102,13 @@ class InMemorySessionStore:
     the time source for ``createdAt`` / ``updatedAt`` / ``heartbeatAt``.
     """
 
-    def __init__(self, *, tenant_of: TenantFn = default_tenant, clock: Clock = utc_now) -> None:
+    def __init__(
+        self, *, tenant_of: TenantFn = default_tenant, clock: Clock = utc_now, indexed_metadata: Iterable[str] = ()
+    ) -> None:
         self._tenant_of = tenant_of
+        self._clock = clock
         self._stamp = MonotonicStamper(clock)
+        self._indexed = rules.indexed_keys(indexed_metadata)
         self._tenants: dict[str, _Tenant] = {}
         self._lock = threading.Lock()
         self._watchers: dict[tuple[str, str], list[_Watcher]] = {}
@@ -90,12 +119,46 @@ class InMemorySessionStore:
         """The async face of this store (same data, coroutine methods)."""
         return self._aio
 
+    @property
+    def indexed_metadata(self) -> frozenset[str]:
+        """The metadata keys :meth:`find_sessions` looks up (``principal`` always)."""
+        return self._indexed
+
     def _tenant(self, context: Context) -> _Tenant:
         key = tenant_key(self._tenant_of, context)
         tenant = self._tenants.get(key)
         if tenant is None:
             tenant = self._tenants.setdefault(key, _Tenant())
         return tenant
+
+    def _live(self, tenant: _Tenant, session_id: str | None) -> _Session | None:
+        """The session, or None when there is none; an expired session is deleted here, so it reads as
+        absent everywhere (V7) from the moment it expires."""
+        session = tenant.sessions.get(session_id)  # type: ignore[arg-type]
+        if session is not None and session.expires_at is not None and session.expires_at <= self._clock():
+            self._drop(tenant, session_id)  # type: ignore[arg-type]
+            return None
+        return session
+
+    def _drop(self, tenant: _Tenant, session_id: str) -> int:
+        """Delete a session's record, snapshots and index entries (caller holds the lock)."""
+        session = tenant.sessions.pop(session_id, None)
+        tenant.leaves.pop(session_id, None)
+        if session is None:
+            return 0
+        tenant.deleted_versions[session_id] = session.version
+        for snapshot_id in session.ids:
+            del tenant.snapshots[snapshot_id]
+        for name, value in session.metadata.items():
+            self._unindex(tenant, name, value, session_id)
+        return len(session.ids)
+
+    def _unindex(self, tenant: _Tenant, name: str, value: str, session_id: str) -> None:
+        entries = tenant.index.get((name, value))
+        if entries is not None:
+            entries.pop(session_id, None)
+            if not entries:
+                del tenant.index[(name, value)]
 
     # --- the minimum ---------------------------------------------------------------------
 
@@ -107,12 +170,17 @@ class InMemorySessionStore:
         with self._lock:
             tenant = self._tenant(context)
             if snapshot_id is not None:
-                return tenant.snapshots.get(snapshot_id)
+                found = tenant.snapshots.get(snapshot_id)
+                if found is not None and self._live(tenant, found.session_id) is None:
+                    return None
+                return found
             leaf = tenant.leaves.get(session_id)  # type: ignore[arg-type]
+            session = self._live(tenant, session_id)
+            if session is None:
+                return None
             if leaf is not None:
                 return leaf
-            session = tenant.sessions.get(session_id)  # type: ignore[arg-type]
-            if session is None or not session.ids:
+            if not session.ids:
                 return None
             raise GenkitError(
                 Status.DATA_LOSS,
@@ -120,33 +188,55 @@ class InMemorySessionStore:
                 "chain is cyclic; resume a snapshot by id, or delete and restore the session",
             )
 
-    def save_snapshot(self, snapshot_id: str, mutator: Mutator, *, context: Context = None) -> SessionSnapshot | None:
-        """Atomically apply ``mutator`` to the snapshot ``snapshot_id`` and store the result."""
+    def save_snapshot(
+        self, snapshot_id: str, mutator: Mutator, *, context: Context = None, options: CallOptions | None = None
+    ) -> SessionSnapshot | None:
+        """Atomically apply ``mutator`` to the snapshot ``snapshot_id`` and store the result.
+
+        With ``options.expected_version`` the write lands only while the session's version is still
+        that one (ABORTED, reason VERSION_CONFLICT, otherwise).
+        """
+        context = effective_context(context, options)
+        expected = options.expected_version if options is not None else None
         with self._lock:
             tenant = self._tenant(context)
             existing = tenant.snapshots.get(snapshot_id)
+            if existing is not None and self._live(tenant, existing.session_id) is None:
+                existing = None
             snapshot = next_snapshot(snapshot_id, existing, mutator, self._stamp())
             if snapshot is None:
                 return None
+            session_id: str = snapshot.session_id  # type: ignore[assignment]
+            live = self._live(tenant, session_id)
+            if expected is not None:
+                current = live.visible_version if live is not None else 0
+                if current != expected:
+                    raise rules.version_conflict(session_id, expected, current)
             if existing is None:
                 if snapshot.parent_id is not None:
                     check_parent(snapshot, tenant.snapshots.get(snapshot.parent_id))
-                session = tenant.session(snapshot.session_id)  # type: ignore[arg-type]
+                session = tenant.session(session_id)
                 session.ids.append(snapshot_id)
-                session.version += 1
+                self._advance(tenant, session_id, session)
                 session.created_at = session.created_at or snapshot.created_at
                 session.updated_at = snapshot.updated_at or snapshot.created_at
-                tenant.leaves[snapshot.session_id] = snapshot  # type: ignore[index]
+                tenant.leaves[session_id] = snapshot
             else:
                 if existing.effective_status is not snapshot.effective_status or existing.state != snapshot.state:
-                    session = tenant.sessions[snapshot.session_id]  # type: ignore[index]
-                    session.version += 1
+                    session = tenant.sessions[session_id]
+                    self._advance(tenant, session_id, session)
                     session.updated_at = snapshot.updated_at or session.updated_at
-                if tenant.leaves.get(snapshot.session_id) is existing:  # type: ignore[arg-type]
-                    tenant.leaves[snapshot.session_id] = snapshot  # type: ignore[index]
+                if tenant.leaves.get(session_id) is existing:
+                    tenant.leaves[session_id] = snapshot
             tenant.snapshots[snapshot_id] = snapshot
             self._notify(context, snapshot, existing)
             return snapshot
+
+    def _advance(self, tenant: _Tenant, session_id: str, session: _Session) -> None:
+        """V8 and V7: one version up; a sliding expiry moves to now plus its ttl."""
+        session.version += 1
+        if session.sliding and session.ttl is not None:
+            session.expires_at = self._clock() + session.ttl  # its heap entry moves when it comes due
 
     # --- S11 extras ----------------------------------------------------------------------
 
@@ -155,24 +245,16 @@ class InMemorySessionStore:
         validate_id(session_id, "session_id", Reason.INVALID_SESSION_ID)
         with self._lock:
             tenant = self._tenant(context)
-            session = tenant.sessions.get(session_id)
+            session = self._live(tenant, session_id)
             if session is None:
                 return []
             return [tenant.snapshots[i] for i in session.ids]
 
     def delete_session(self, session_id: str, *, context: Context = None) -> int:
-        """Delete the session's whole tree; returns how many snapshots went."""
+        """Delete the session's record, whole tree and index entries; returns how many snapshots went."""
         validate_id(session_id, "session_id", Reason.INVALID_SESSION_ID)
         with self._lock:
-            tenant = self._tenant(context)
-            session = tenant.sessions.pop(session_id, None)
-            tenant.leaves.pop(session_id, None)
-            if session is None:
-                return 0
-            tenant.deleted_versions[session_id] = session.version
-            for snapshot_id in session.ids:
-                del tenant.snapshots[snapshot_id]
-            return len(session.ids)
+            return self._drop(self._tenant(context), session_id)
 
     def abort_snapshot(self, snapshot_id: str, *, context: Context = None) -> SnapshotStatus | None:
         """Flip pending or aborting to aborted; return the status seen before (None if absent)."""
@@ -266,21 +348,131 @@ class InMemorySessionStore:
             session.updated_at = max(m.updated_at or m.created_at for m in members)
 
     def get_session_record(self, session_id: str, *, context: Context = None) -> SessionRecord | None:
-        """The session's record (id, created, updated, version, leaf); None when it has no snapshots."""
+        """V3: the session's record; None when there is none, or it was deleted or expired."""
         validate_id(session_id, "session_id", Reason.INVALID_SESSION_ID)
         with self._lock:
             tenant = self._tenant(context)
-            session = tenant.sessions.get(session_id)
-            if session is None or not session.ids:
-                return None
-            leaf = tenant.leaves.get(session_id)
-            return SessionRecord(
-                id=session_id,
-                created_at=session.created_at,
-                updated_at=session.updated_at,
-                version=session.version,
-                leaf_id=leaf.snapshot_id if leaf is not None else None,
-            )
+            session = self._live(tenant, session_id)
+            return None if session is None else self._record(tenant, session_id, session)
+
+    @staticmethod
+    def _record(tenant: _Tenant, session_id: str, session: _Session) -> SessionRecord:
+        leaf = tenant.leaves.get(session_id)
+        return SessionRecord(
+            id=session_id,
+            created_at=session.created_at,
+            updated_at=session.updated_at,
+            version=session.visible_version,
+            leaf_id=leaf.snapshot_id if leaf is not None else None,
+            expires_at=format_timestamp(session.expires_at) if session.expires_at is not None else None,
+            metadata=session.metadata,
+            ttl=session.ttl,
+            sliding=session.sliding,
+        )
+
+    # --- sessions as records (SPEC section 6) ---------------------------------------------
+
+    def create_session(
+        self,
+        session_id: str,
+        *,
+        metadata: Mapping[str, str] | None = None,
+        ttl: timedelta | None = None,
+        sliding: bool = False,
+        context: Context = None,
+    ) -> SessionRecord:
+        """V1: a record with no snapshots; ALREADY_EXISTS (SESSION_EXISTS) when a live session has the id."""
+        validate_id(session_id, "session_id", Reason.INVALID_SESSION_ID)
+        frozen = rules.check_metadata(metadata)
+        rules.check_ttl(ttl)
+        with self._lock:
+            tenant = self._tenant(context)
+            if self._live(tenant, session_id) is not None:
+                raise rules.session_exists(session_id)
+            session = tenant.session(session_id)
+            session.created_at = session.updated_at = self._stamp()
+            session.metadata = frozen
+            session.ttl, session.sliding = ttl, bool(sliding) and ttl is not None
+            if ttl is not None:
+                session.expires_at = self._clock() + ttl
+                heapq.heappush(tenant.expiry, (session.expires_at, session_id))
+            for name, value in frozen.items():
+                if name in self._indexed:
+                    tenant.index.setdefault((name, value), {})[session_id] = session.created_at
+            return self._record(tenant, session_id, session)
+
+    def set_session_metadata(
+        self, session_id: str, name: str, value: str | None, *, context: Context = None
+    ) -> SessionRecord:
+        """V5: set (None: remove) one metadata key, index included; NOT_FOUND for no live session."""
+        validate_id(session_id, "session_id", Reason.INVALID_SESSION_ID)
+        rules.check_metadata_entry(name, value, allow_none=True)
+        with self._lock:
+            tenant = self._tenant(context)
+            session = self._live(tenant, session_id)
+            if session is None:
+                raise rules.session_not_found(session_id)
+            old = session.metadata.get(name)
+            changed = dict(session.metadata)
+            if value is None:
+                changed.pop(name, None)
+            else:
+                changed[name] = value
+            session.metadata = FrozenDict(changed)
+            if name in self._indexed and old != value:
+                if old is not None:
+                    self._unindex(tenant, name, old, session_id)
+                if value is not None:
+                    tenant.index.setdefault((name, value), {})[session_id] = session.created_at
+            return self._record(tenant, session_id, session)
+
+    def find_sessions(
+        self, name: str, value: str, *, limit: int = 100, page_token: str | None = None, context: Context = None
+    ) -> SessionPage:
+        """V4: live sessions whose metadata holds ``value`` under ``name``, oldest first (created_at, id):
+        a dictionary lookup, then a sort of that one key's sessions."""
+        rules.check_metadata_entry(name, value)
+        if name not in self._indexed:
+            raise rules.not_indexed(name, self._indexed)
+        rules.check_limit(limit)
+        after = rules.decode_page_token(page_token)
+        with self._lock:
+            tenant = self._tenant(context)
+            entries = tenant.index.get((name, value), {})
+            ordered = sorted((created, sid) for sid, created in entries.items())
+            records: list[SessionRecord] = []
+            more = False
+            for created, sid in ordered:
+                if after is not None and (created, sid) <= after:
+                    continue
+                session = self._live(tenant, sid)
+                if session is None:
+                    continue
+                if len(records) == limit:
+                    more = True
+                    break
+                records.append(self._record(tenant, sid, session))
+        token = rules.encode_page_token(records[-1].created_at, records[-1].id) if more else None
+        return SessionPage(tuple(records), token)
+
+    def delete_expired_sessions(self, before: datetime, *, context: Context = None) -> int:
+        """V7: delete every session of the tenant whose ``expires_at`` is before ``before``; how many."""
+        rules.check_before(before)
+        deleted = 0
+        with self._lock:
+            tenant = self._tenant(context)
+            heap = tenant.expiry
+            while heap and heap[0][0] < before:
+                expires_at, session_id = heapq.heappop(heap)
+                session = tenant.sessions.get(session_id)
+                if session is None or session.expires_at is None or session.expires_at < expires_at:
+                    continue  # deleted since (and maybe created again, with its own entry)
+                if session.expires_at > expires_at:  # its expiry slid on: the entry moves with it
+                    heapq.heappush(heap, (session.expires_at, session_id))
+                    continue
+                self._drop(tenant, session_id)
+                deleted += 1
+        return deleted
 
 
 class AsyncInMemorySessionStore:
@@ -300,10 +492,15 @@ class AsyncInMemorySessionStore:
         return self.sync.get_snapshot(snapshot_id=snapshot_id, session_id=session_id, context=context)
 
     async def save_snapshot(
-        self, snapshot_id: str, mutator: Mutator, *, context: Context = None
+        self, snapshot_id: str, mutator: Mutator, *, context: Context = None, options: CallOptions | None = None
     ) -> SessionSnapshot | None:
         """See :meth:`InMemorySessionStore.save_snapshot`."""
-        return self.sync.save_snapshot(snapshot_id, mutator, context=context)
+        return self.sync.save_snapshot(snapshot_id, mutator, context=context, options=options)
+
+    @property
+    def indexed_metadata(self) -> frozenset[str]:
+        """See :attr:`InMemorySessionStore.indexed_metadata`."""
+        return self.sync.indexed_metadata
 
     async def list_snapshots(self, session_id: str, *, context: Context = None) -> Sequence[SessionSnapshot]:
         """See :meth:`InMemorySessionStore.list_snapshots`."""
@@ -332,3 +529,31 @@ class AsyncInMemorySessionStore:
     async def get_session_record(self, session_id: str, *, context: Context = None) -> SessionRecord | None:
         """See :meth:`InMemorySessionStore.get_session_record`."""
         return self.sync.get_session_record(session_id, context=context)
+
+    async def create_session(
+        self,
+        session_id: str,
+        *,
+        metadata: Mapping[str, str] | None = None,
+        ttl: timedelta | None = None,
+        sliding: bool = False,
+        context: Context = None,
+    ) -> SessionRecord:
+        """See :meth:`InMemorySessionStore.create_session`."""
+        return self.sync.create_session(session_id, metadata=metadata, ttl=ttl, sliding=sliding, context=context)
+
+    async def set_session_metadata(
+        self, session_id: str, name: str, value: str | None, *, context: Context = None
+    ) -> SessionRecord:
+        """See :meth:`InMemorySessionStore.set_session_metadata`."""
+        return self.sync.set_session_metadata(session_id, name, value, context=context)
+
+    async def find_sessions(
+        self, name: str, value: str, *, limit: int = 100, page_token: str | None = None, context: Context = None
+    ) -> SessionPage:
+        """See :meth:`InMemorySessionStore.find_sessions`."""
+        return self.sync.find_sessions(name, value, limit=limit, page_token=page_token, context=context)
+
+    async def delete_expired_sessions(self, before: datetime, *, context: Context = None) -> int:
+        """See :meth:`InMemorySessionStore.delete_expired_sessions`."""
+        return self.sync.delete_expired_sessions(before, context=context)

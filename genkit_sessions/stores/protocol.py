@@ -10,6 +10,7 @@ async form; the in-memory and DynamoDB stores offer both, the async one as
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
@@ -19,6 +20,10 @@ from genkit_sessions.model.types import SessionSnapshot, SnapshotStatus
 
 __all__ = [
     "AsyncSessionStore",
+    "CallOptions",
+    "SessionPage",
+    "SupportsAsyncSessions",
+    "SupportsSessions",
     "SessionRecord",
     "SupportsAsyncRecords",
     "SupportsRecords",
@@ -217,6 +222,10 @@ class SessionRecord:
     leaf_id: str | None = None
     expires_at: str | None = None
     metadata: FrozenDict = attrs.field(factory=lambda: FrozenDict({}))
+    ttl: timedelta | None = None
+    """The time to live the session was created with (None: it never expires)."""
+    sliding: bool = False
+    """Whether every write that moves the version also moves ``expires_at`` to now plus ``ttl``."""
 
 
 @runtime_checkable
@@ -224,7 +233,7 @@ class SupportsRecords(Protocol):
     """Keeps a record per session (both of this package's stores do)."""
 
     def get_session_record(self, session_id: str, *, context: Context = None) -> SessionRecord | None:
-        """The session's record; None when it has no snapshots or was deleted."""
+        """The session's record; None when there is none, or it was deleted or expired."""
         ...
 
 
@@ -235,3 +244,144 @@ class SupportsAsyncRecords(Protocol):
     async def get_session_record(self, session_id: str, *, context: Context = None) -> SessionRecord | None:
         """See :meth:`SupportsRecords.get_session_record`."""
         ...
+
+
+@attrs.frozen
+class CallOptions:
+    """Per-call options of a store write: the request context and the write's preconditions.
+
+    ``expected_version`` makes a write that creates or changes a snapshot land only while the
+    session's version (V8: 0 for no session, or one without snapshots) still equals it; otherwise
+    the store raises ABORTED, reason ``VERSION_CONFLICT``, with the current version in the error's
+    details (``{"version": n}``) and writes nothing.
+    """
+
+    context: Context = None
+    expected_version: int | None = None
+
+    def __attrs_post_init__(self) -> None:
+        version = self.expected_version
+        if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 0):
+            from genkit_sessions.errors import GenkitError, Status
+
+            raise GenkitError(
+                Status.INVALID_ARGUMENT,
+                f"expected_version must be a non-negative int or None, got {version!r}; "
+                "pass the version read from the session's record",
+            )
+
+
+@attrs.frozen
+class SessionPage:
+    """One page of :meth:`SupportsSessions.find_sessions`: records oldest first, and the token of the next
+    page (None on the last)."""
+
+    records: tuple[SessionRecord, ...]
+    next_page_token: str | None = None
+
+
+@runtime_checkable
+class SupportsSessions(SupportsRecords, Protocol):
+    """Sessions as records (SPEC section 6): what :class:`~genkit_sessions.SessionService` needs of a store.
+
+    ``save_snapshot`` of such a store also takes ``options=CallOptions(...)``.
+    """
+
+    @property
+    def indexed_metadata(self) -> frozenset[str]:
+        """The metadata keys ``find_sessions`` can look up (``principal`` always)."""
+        ...
+
+    def save_snapshot(
+        self, snapshot_id: str, mutator: Mutator, *, context: Context = None, options: CallOptions | None = None
+    ) -> SessionSnapshot | None:
+        """See :meth:`SessionStore.save_snapshot`; ``options`` adds preconditions."""
+        ...
+
+    def create_session(
+        self,
+        session_id: str,
+        *,
+        metadata: Mapping[str, str] | None = None,
+        ttl: timedelta | None = None,
+        sliding: bool = False,
+        context: Context = None,
+    ) -> SessionRecord:
+        """V1: a record with no snapshots. ALREADY_EXISTS (reason ``SESSION_EXISTS``) for a live session;
+        an expired one is deleted first."""
+        ...
+
+    def set_session_metadata(
+        self, session_id: str, name: str, value: str | None, *, context: Context = None
+    ) -> SessionRecord:
+        """V5: set (or with None remove) one metadata key and every index in the same atomic write."""
+        ...
+
+    def find_sessions(
+        self, name: str, value: str, *, limit: int = 100, page_token: str | None = None, context: Context = None
+    ) -> SessionPage:
+        """V4: live sessions whose metadata holds ``value`` under the indexed key ``name``, oldest first."""
+        ...
+
+    def delete_session(self, session_id: str, *, context: Context = None) -> int:
+        """V6: the record, every snapshot and every index entry; returns how many snapshots went."""
+        ...
+
+    def delete_expired_sessions(self, before: datetime, *, context: Context = None) -> int:
+        """V7: delete every session of the tenant whose ``expires_at`` is before ``before``; how many."""
+        ...
+
+
+@runtime_checkable
+class SupportsAsyncSessions(SupportsAsyncRecords, Protocol):
+    """Async :class:`SupportsSessions`."""
+
+    @property
+    def indexed_metadata(self) -> frozenset[str]:
+        """See :attr:`SupportsSessions.indexed_metadata`."""
+        ...
+
+    async def save_snapshot(
+        self, snapshot_id: str, mutator: Mutator, *, context: Context = None, options: CallOptions | None = None
+    ) -> SessionSnapshot | None:
+        """See :meth:`SupportsSessions.save_snapshot`."""
+        ...
+
+    async def create_session(
+        self,
+        session_id: str,
+        *,
+        metadata: Mapping[str, str] | None = None,
+        ttl: timedelta | None = None,
+        sliding: bool = False,
+        context: Context = None,
+    ) -> SessionRecord:
+        """See :meth:`SupportsSessions.create_session`."""
+        ...
+
+    async def set_session_metadata(
+        self, session_id: str, name: str, value: str | None, *, context: Context = None
+    ) -> SessionRecord:
+        """See :meth:`SupportsSessions.set_session_metadata`."""
+        ...
+
+    async def find_sessions(
+        self, name: str, value: str, *, limit: int = 100, page_token: str | None = None, context: Context = None
+    ) -> SessionPage:
+        """See :meth:`SupportsSessions.find_sessions`."""
+        ...
+
+    async def delete_session(self, session_id: str, *, context: Context = None) -> int:
+        """See :meth:`SupportsSessions.delete_session`."""
+        ...
+
+    async def delete_expired_sessions(self, before: datetime, *, context: Context = None) -> int:
+        """See :meth:`SupportsSessions.delete_expired_sessions`."""
+        ...
+
+
+def effective_context(context: Context, options: CallOptions | None) -> Context:
+    """The context a call runs under: the options' when they carry one, else the keyword's."""
+    if options is not None and options.context is not None:
+        return options.context
+    return context

@@ -1,0 +1,180 @@
+"""Rules every store applies the same way to sessions as records (SPEC section 6): argument checks,
+page tokens, and the errors the service and the stores raise.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
+
+from genkit_sessions.errors import GenkitError, Reason, Status
+from genkit_sessions.model.frozen_json import FrozenDict
+
+__all__ = [
+    "PRINCIPAL",
+    "check_before",
+    "check_limit",
+    "check_metadata",
+    "check_metadata_entry",
+    "check_ttl",
+    "decode_page_token",
+    "encode_page_token",
+    "indexed_keys",
+    "not_indexed",
+    "session_exists",
+    "session_not_found",
+    "version_conflict",
+]
+
+PRINCIPAL = "principal"
+"""The metadata key every store indexes: the user (or other principal) a session belongs to."""
+
+MAX_PAGE = 100
+
+
+def indexed_keys(names: Iterable[str]) -> frozenset[str]:
+    """The metadata keys a store indexes: those given, and ``principal`` always."""
+    keys = set()
+    for name in names:
+        if not isinstance(name, str) or not name:
+            raise GenkitError(
+                Status.INVALID_ARGUMENT,
+                f"indexed_metadata names metadata keys, each a non-empty string; got {name!r}",
+            )
+        keys.add(name)
+    return frozenset(keys | {PRINCIPAL})
+
+
+def check_metadata_entry(name: object, value: object, *, allow_none: bool = False) -> None:
+    """INVALID_ARGUMENT unless ``name`` and ``value`` are non-empty strings (``value`` may be None when
+    ``allow_none``)."""
+    if not isinstance(name, str) or not name:
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"a metadata key must be a non-empty string, got {name!r}",
+            reason=Reason.INVALID_INPUT,
+        )
+    if value is None and allow_none:
+        return
+    if not isinstance(value, str) or not value:
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"metadata[{name!r}] must be a non-empty string, got {value!r}; store structured data in the "
+            "session's state instead",
+            reason=Reason.INVALID_INPUT,
+        )
+
+
+def check_metadata(metadata: Mapping[str, str] | None) -> FrozenDict:
+    """V1: the metadata as a frozen mapping of non-empty strings."""
+    if metadata is None:
+        return FrozenDict({})
+    if not isinstance(metadata, Mapping):
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"metadata must be a mapping of strings to strings, got {type(metadata).__name__}",
+            reason=Reason.INVALID_INPUT,
+        )
+    for name, value in metadata.items():
+        check_metadata_entry(name, value)
+    return FrozenDict(dict(metadata))
+
+
+def check_ttl(ttl: timedelta | None) -> None:
+    """INVALID_ARGUMENT unless ``ttl`` is a positive timedelta or None."""
+    if ttl is None:
+        return
+    if not isinstance(ttl, timedelta) or ttl <= timedelta(0):
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"ttl must be a positive datetime.timedelta or None, got {ttl!r}; for an hour pass timedelta(hours=1)",
+            reason=Reason.INVALID_INPUT,
+        )
+
+
+def check_before(before: datetime) -> datetime:
+    """INVALID_ARGUMENT unless ``before`` is a timezone-aware datetime."""
+    if not isinstance(before, datetime) or before.tzinfo is None:
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"before must be a timezone-aware datetime, got {before!r}; pass datetime.now(timezone.utc)",
+            reason=Reason.INVALID_INPUT,
+        )
+    return before
+
+
+def check_limit(limit: int) -> int:
+    """INVALID_ARGUMENT unless ``limit`` is an int from 1 to 100."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"limit must be an int from 1 to {MAX_PAGE}, got {limit!r}; page through more with page_token",
+            reason=Reason.INVALID_INPUT,
+        )
+    return limit
+
+
+def not_indexed(name: str, indexed: frozenset[str]) -> GenkitError:
+    """INVALID_ARGUMENT for a lookup by a metadata key the store does not index."""
+    return GenkitError(
+        Status.INVALID_ARGUMENT,
+        f"metadata key {name!r} is not indexed by this store (indexed: {sorted(indexed)}); "
+        "create the store with indexed_metadata=[...] naming it",
+        reason=Reason.INVALID_INPUT,
+    )
+
+
+def encode_page_token(created_at: str, session_id: str) -> str:
+    """An opaque token for the page after the session ``(created_at, session_id)``."""
+    raw = json.dumps([created_at, session_id], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_page_token(token: str | None) -> tuple[str, str] | None:
+    """The position a page token names; INVALID_ARGUMENT for a token this package did not hand out."""
+    if token is None:
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        created_at, session_id = json.loads(raw)
+        if isinstance(created_at, str) and isinstance(session_id, str):
+            return created_at, session_id
+    except (TypeError, ValueError, binascii.Error):
+        pass
+    raise GenkitError(
+        Status.INVALID_ARGUMENT,
+        f"page_token {token!r} is not a token a page of find_by_metadata returned; pass next_page_token as given",
+        reason=Reason.INVALID_INPUT,
+    )
+
+
+def session_exists(session_id: str) -> GenkitError:
+    """V1: ALREADY_EXISTS for a live session of that id."""
+    return GenkitError(
+        Status.ALREADY_EXISTS,
+        f"session {session_id!r} already exists; use find_or_create to reuse it, or pick another id",
+        reason=Reason.SESSION_EXISTS,
+    )
+
+
+def session_not_found(session_id: str) -> GenkitError:
+    """V5: NOT_FOUND for no live session of that id."""
+    return GenkitError(
+        Status.NOT_FOUND,
+        f"session {session_id!r} does not exist (or was deleted, or expired); create it first",
+        reason=Reason.SESSION_NOT_FOUND,
+    )
+
+
+def version_conflict(session_id: str, expected: int, current: int) -> GenkitError:
+    """ABORTED for a write whose expected version moved; the current version is in the details."""
+    return GenkitError(
+        Status.ABORTED,
+        f"session {session_id!r} is at version {current}, not the expected {expected}: another writer got there "
+        "first; read the session again and retry",
+        details={"version": current},
+        reason=Reason.VERSION_CONFLICT,
+    )
