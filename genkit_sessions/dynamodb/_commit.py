@@ -64,6 +64,7 @@ from genkit_sessions.errors import GenkitError, Status
 from genkit_sessions.model.types import SessionSnapshot, SessionState
 from genkit_sessions.model.wire import to_wire
 from genkit_sessions.stores.protocol import Mutator
+from genkit_sessions.stores.session_rules import version_conflict
 from genkit_sessions.stores.write_rules import check_parent, next_snapshot
 
 __all__ = ["save"]
@@ -86,8 +87,21 @@ class Contention(Exception):
         """When the race was for the session's head: the head as read after losing it."""
 
 
-def save(engine: Engine, tenant: str, snapshot_id: str, mutator: Mutator) -> Steps[SessionSnapshot | None]:
-    """S3: atomically apply ``mutator`` to ``snapshot_id``; bounded retries, then ABORTED."""
+class Expired(Exception):
+    """The write's session has expired: it reads as absent, so it is deleted before the write goes on."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(session_id)
+        self.session_id = session_id
+
+
+def save(
+    engine: Engine, tenant: str, snapshot_id: str, mutator: Mutator, expected: int | None = None
+) -> Steps[SessionSnapshot | None]:
+    """S3: atomically apply ``mutator`` to ``snapshot_id``; bounded retries, then ABORTED. With
+    ``expected``, only while the session's version is that one (ABORTED, VERSION_CONFLICT, otherwise)."""
+    from genkit_sessions.dynamodb._maintenance import delete_session
+
     seen_head: Head | None = None
     head_races_lost = 0
     for attempt in range(engine.settings.max_attempts):
@@ -105,9 +119,13 @@ def save(engine: Engine, tenant: str, snapshot_id: str, mutator: Mutator) -> Ste
             return None
         try:
             if existing is None:
-                yield from _create(engine, tenant, snapshot, seen_head, head_races_lost)
+                yield from _create(engine, tenant, snapshot, seen_head, head_races_lost, expected)
             else:
-                yield from _update(engine, tenant, snapshot, existing)
+                yield from _update(engine, tenant, snapshot, existing, expected)
+        except Expired as expired:
+            yield from delete_session(engine, tenant, expired.session_id)
+            seen_head = None
+            continue
         except Contention as contention:
             if contention.head is not None:
                 seen_head = contention.head
@@ -165,7 +183,12 @@ def blob_part_items(
 
 
 def _create(
-    engine: Engine, tenant: str, snapshot: SessionSnapshot, seen_head: Head | None, head_races_lost: int = 0
+    engine: Engine,
+    tenant: str,
+    snapshot: SessionSnapshot,
+    seen_head: Head | None,
+    head_races_lost: int = 0,
+    expected: int | None = None,
 ) -> Steps[None]:
     """Create a snapshot. ``seen_head`` is the head this save read after losing a race for it."""
     session_id = snapshot.session_id
@@ -202,6 +225,7 @@ def _create(
         expires,
         seen_head or engine.known_head(tenant, session_id),
         head_races_lost,
+        expected,
     )
     actions = [put_action(engine.table, item, render(condition=not_exists("pk"))), *head_actions]
     part_items = [] if inline else blob_part_items(tenant, session_id, name, parts, expires)
@@ -211,6 +235,11 @@ def _create(
         lost: Head | None = None
         if not cancelled.failed(0):  # a newer leaf landed first, or the session is gone: read its head
             lost = yield from read_head(engine, tenant, session_id)
+            now_ms = engine.now_ms()
+            if expected is not None and lost.visible_version(now_ms) != expected:
+                raise version_conflict(session_id, expected, lost.visible_version(now_ms)) from None
+            if lost.alive and lost.expired(now_ms):  # delete it, then judge the write (S7 included) again
+                raise Expired(session_id) from None
             if not lost.alive and snapshot.parent_id is not None:  # judge S7 on a fresh read of the parent
                 engine.forget(tenant, [snapshot.parent_id])
                 fresh = yield from read_by_id(engine, tenant, snapshot.parent_id)
@@ -228,7 +257,9 @@ def _create(
     engine.remember(tenant, Loaded(snapshot, recipe, expires, 1, (snapshot.effective_status.value,)))
 
 
-def _update(engine: Engine, tenant: str, snapshot: SessionSnapshot, existing: Loaded) -> Steps[None]:
+def _update(
+    engine: Engine, tenant: str, snapshot: SessionSnapshot, existing: Loaded, expected: int | None = None
+) -> Steps[None]:
     """Rewrite an existing snapshot on its item version (and on it still existing)."""
     session_id = snapshot.session_id
     assert session_id is not None
@@ -265,13 +296,20 @@ def _update(engine: Engine, tenant: str, snapshot: SessionSnapshot, existing: Lo
     actions = [item_update]
     if state_changed or status_changed:
         known = engine.known_head(tenant, session_id)
-        actions.append(_head.change(engine, tenant, session_id, known, snapshot.updated_at or snapshot.created_at))
+        actions.append(
+            _head.change(engine, tenant, session_id, known, snapshot.updated_at or snapshot.created_at, expected)
+        )
     try:
         yield from _commit(engine, tenant, session_id, name, actions, parts, existing.expires)
     except Cancelled as cancelled:
         engine.forget(tenant, [snapshot_id])
         if len(actions) > 1 and cancelled.failed(1):
             head = yield from read_head(engine, tenant, session_id)
+            now_ms = engine.now_ms()
+            if expected is not None and head.visible_version(now_ms) != expected:
+                raise version_conflict(session_id, expected, head.visible_version(now_ms)) from None
+            if head.alive and head.expired(now_ms):
+                raise Expired(session_id) from None
             if head.deleting:
                 raise GenkitError(
                     Status.FAILED_PRECONDITION,

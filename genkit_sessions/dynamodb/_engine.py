@@ -46,6 +46,7 @@ class Settings:
     watch_max_interval: float
     cache_size: int
     head_ids: int
+    indexed: frozenset[str] = frozenset({"principal"})
 
 
 class Engine:
@@ -63,6 +64,10 @@ class Engine:
     def now_epoch(self) -> int:
         """The clock, in epoch seconds (TTL attributes)."""
         return int(self.settings.clock().timestamp())
+
+    def now_ms(self) -> int:
+        """The clock, in epoch milliseconds (session expiry)."""
+        return int(self.settings.clock().timestamp() * 1000)
 
     @staticmethod
     def token() -> str:

@@ -74,6 +74,11 @@ def lt(attribute: str, value: dict[str, Any]) -> Condition:
     return Condition(lambda p: f"{p.name(attribute)} < {p.value(value)}")
 
 
+def gt(attribute: str, value: dict[str, Any]) -> Condition:
+    """``attribute > value``."""
+    return Condition(lambda p: f"{p.name(attribute)} > {p.value(value)}")
+
+
 def size_lt(attribute: str, value: dict[str, Any]) -> Condition:
     """``size(attribute) < value``."""
     return Condition(lambda p: f"size({p.name(attribute)}) < {p.value(value)}")

@@ -27,19 +27,45 @@ from typing import Any
 from genkit_sessions.dynamodb import _keys as keys
 from genkit_sessions.dynamodb._codec import Recipe, compress
 from genkit_sessions.dynamodb._engine import Engine
-from genkit_sessions.dynamodb._expressions import Condition, Update, eq, exists, lt, not_exists, render, size_lt
+from genkit_sessions.dynamodb._expressions import Condition, Update, eq, exists, gt, lt, not_exists, render, size_lt
 from genkit_sessions.dynamodb._items import Head, id_list, put_action
 from genkit_sessions.errors import GenkitError, Status
 from genkit_sessions.model.types import SessionSnapshot
 
 __all__ = ["change", "final_tombstone", "hint", "new_snapshot", "restored", "tombstone"]
 
-_RECORD_ATTRIBUTES = ("ca", "md", "exp")
+_RECORD_ATTRIBUTES = ("ca", "md", "exp", "xa", "tl", "sl", "xi")
 """What a replaced head carries over from the one it replaces (everything else is recomputed)."""
 
 
 def _alive() -> Condition:
     return exists("pk") & not_exists("dead")
+
+
+def record_terms(engine: Engine, known: Head | None) -> tuple[Condition, dict[str, Any]]:
+    """What every write that moves the version carries for the record: the condition that the session
+    has not expired, and, for a sliding expiry, its move to now plus the ttl (on the ttl this store
+    knows; a store that does not know the head loses the race once, and reads it)."""
+    now_ms = engine.now_ms()
+    condition = not_exists("xa") | gt("xa", {"N": str(now_ms)})
+    item = known.item if known is not None and known.alive else None
+    if item is not None and "sl" in item and "tl" in item:
+        return condition & eq("tl", item["tl"]), {"xa": {"N": str(now_ms + int(item["tl"]["N"]))}}
+    return condition & not_exists("sl"), {}
+
+
+def expected_condition(expected: int | None) -> Condition | None:
+    """The precondition of ``CallOptions.expected_version``: the version a reader sees (V8: 0 for no
+    session, or one without snapshots) is still ``expected``."""
+    if expected is None:
+        return None
+    if expected == 0:
+        return not_exists("leaf") & not_exists("cyc")
+    return eq("sv", {"N": str(expected)}) & (exists("leaf") | exists("cyc"))
+
+
+def _also(condition: Condition, extra: Condition | None) -> Condition:
+    return condition if extra is None else condition & extra
 
 
 def _being_deleted(session_id: str) -> GenkitError:
@@ -58,6 +84,7 @@ def new_snapshot(
     expires: int | None,
     known: Head | None,
     head_races_lost: int,
+    expected: int | None = None,
 ) -> tuple[list[dict[str, Any]], Head]:
     """The actions that make a new snapshot its session's leaf, and the head they leave.
 
@@ -85,6 +112,9 @@ def new_snapshot(
     }  # updatedAt is the leaf's createdAt (``lc``) until a change of a snapshot sets ``ua``
     if expires is not None:
         fields["exp"] = {"N": str(expires)}
+    record_condition, record_fields = record_terms(engine, known)
+    fields.update(record_fields)
+    record_condition = _also(record_condition, expected_condition(expected))
     fully_known = known is not None and known.ids is not None and (known.item is not None or not known.exists)
     if known is not None and fully_known:
         if known.deleting:
@@ -101,7 +131,9 @@ def new_snapshot(
             or head_races_lost >= 3
         )
         if needs_put and (known.alive or snapshot.parent_id is None):
-            return _replace(engine, tenant, snapshot, fields, known, lost_head_race=head_races_lost >= 3)
+            return _replace(
+                engine, tenant, snapshot, fields, known, record_condition, lost_head_race=head_races_lost >= 3
+            )
     update = Update()
     for name, value in fields.items():
         update.set(name, value)
@@ -109,9 +141,11 @@ def new_snapshot(
     room = not_exists("ids") | size_lt("ids", {"N": str(engine.settings.head_ids)})
     newer = lt("lc", created)
     if snapshot.parent_id is not None:
-        condition = _alive() & exists("sv") & newer & room
+        condition = _alive() & exists("sv") & newer & room & record_condition
     else:
-        condition = not_exists("pk") | (not_exists("dead") & exists("sv") & newer & room)
+        condition = not_exists("pk") | (not_exists("dead") & exists("sv") & newer & room & record_condition)
+        if expected is not None and expected > 0:
+            condition = exists("pk") & condition
     action = {"Update": {"TableName": table, "Key": head_key, **render(condition=condition, update=update)}}
     return [action], Head(version, None)
 
@@ -122,6 +156,7 @@ def _replace(
     snapshot: SessionSnapshot,
     fields: dict[str, Any],
     known: Head,
+    record_condition: Condition,
     lost_head_race: bool,
 ) -> tuple[list[dict[str, Any]], Head]:
     session_id = snapshot.session_id
@@ -148,16 +183,21 @@ def _replace(
     if known.version is None:
         condition = not_exists("pk")
     else:
-        condition = eq("hv", {"S": known.version})
+        condition = eq("hv", {"S": known.version}) & record_condition
         if known.alive and not lost_head_race:
             condition = condition & lt("lc", fields["lc"])
     return [put_action(engine.table, head, render(condition=condition)), *actions], Head(fields["hv"]["S"], ids, head)
 
 
-def change(engine: Engine, tenant: str, session_id: str, known: Head | None, now: str) -> dict[str, Any]:
+def change(
+    engine: Engine, tenant: str, session_id: str, known: Head | None, now: str, expected: int | None = None
+) -> dict[str, Any]:
     """The head action of a write that changes a snapshot's state or status: the session version moves
     by one, on a live head. A head written before versions existed is upgraded on its exact token."""
     update = Update().set("hv", {"S": engine.token()}).set("ua", {"S": now})
+    record_condition, record_fields = record_terms(engine, known)
+    for name, value in record_fields.items():
+        update.set(name, value)
     if known is not None and known.alive and known.item is not None and "sv" not in known.item:
         assert known.version is not None
         update.set("sv", {"N": str(known.session_version + 1)})
@@ -165,6 +205,7 @@ def change(engine: Engine, tenant: str, session_id: str, known: Head | None, now
     else:
         update.add("sv", {"N": "1"})
         condition = _alive() & exists("sv")
+    condition = _also(condition & record_condition, expected_condition(expected))
     return {
         "Update": {
             "TableName": engine.table,
@@ -206,7 +247,7 @@ def restored(
     base = read.item if read.alive and read.item is not None else {}
     head: dict[str, Any] = {
         **keys.head_key(tenant, session_id),
-        **{name: base[name] for name in ("ca", "md") if name in base},
+        **{name: base[name] for name in _RECORD_ATTRIBUTES if name in base and name != "exp"},
         "hv": {"S": engine.token()},
         "ids": id_list(ids),
         "sv": {"N": str(read.session_version + added)},
@@ -230,20 +271,27 @@ def restored(
 
 
 def tombstone(engine: Engine, tenant: str, session_id: str, read: Head) -> tuple[dict[str, Any], str]:
-    """The first write of a deletion: the head becomes a tombstone that still lists every member (no
-    write can land on it, readers see no session), on the version read. Returns it and its token."""
+    """The first write of a deletion: the head becomes a tombstone (no write can land on it, readers see
+    no session) that still lists every member. An update in place, so it keeps the ids of a write that
+    landed since the head was read, and a deletion never loses the race to a busy writer. Returns the
+    action and the tombstone's token."""
     version = engine.token()
-    item = {
-        **(read.item or {}),
-        **keys.head_key(tenant, session_id),
-        "hv": {"S": version},
-        "dead": {"BOOL": True},
-        "del": {"BOOL": True},
-        "sv": {"N": str(read.session_version)},
-    }
-    item.pop("exp", None)
-    condition = not_exists("pk") if read.version is None else eq("hv", {"S": read.version})
-    return put_action(engine.table, item, render(condition=condition)), version
+    if read.version is None:  # items without a head (a writer's staged parts): a bare tombstone over nothing
+        item = {
+            **keys.head_key(tenant, session_id),
+            "hv": {"S": version},
+            "dead": {"BOOL": True},
+            "del": {"BOOL": True},
+        }
+        return put_action(engine.table, item, render(condition=not_exists("pk"))), version
+    update = Update().set("hv", {"S": version}).set("dead", {"BOOL": True}).set("del", {"BOOL": True}).remove("exp")
+    return {
+        "Update": {
+            "TableName": engine.table,
+            "Key": keys.head_key(tenant, session_id),
+            **render(condition=exists("pk"), update=update),
+        }
+    }, version
 
 
 def final_tombstone(engine: Engine, tenant: str, session_id: str, version: str, session_version: int) -> dict[str, Any]:

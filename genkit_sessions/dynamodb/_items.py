@@ -7,7 +7,9 @@ Attribute names (all short, all sent as placeholders in expressions):
 - head (the session record): ``hv`` (random version token, new on every head write), ``leaf``,
   ``lc`` (the leaf's createdAt), ``rc`` (the leaf's recipe, a read hint), ``ids`` (newest member ids),
   ``sv`` (the session version, SPEC V8), ``ca`` / ``ua`` (created, updated), ``md`` (metadata),
-  ``dead`` (a deletion tombstone), ``del`` (a deletion in progress), ``cyc`` (a cyclic restore), ``exp``;
+  ``dead`` (a deletion tombstone), ``del`` (a deletion in progress), ``cyc`` (a cyclic restore), ``exp``,
+  ``xa`` (expiresAt, epoch ms), ``tl`` (ttl, ms), ``sl`` (sliding), ``xi`` (its expiry index sort key);
+- metadata index entry: no attributes beyond its key; expiry index entry: ``sid`` (the session id);
 - member page: ``ids``; blob part: ``d`` (bytes), ``stg`` (staged: not yet committed), ``exp``;
 - staging marker (``g␟<blob>``): ``n`` (how many parts), ``at`` (epoch seconds it was written).
 """
@@ -91,6 +93,21 @@ class Head:
     def alive(self) -> bool:
         """A head of a live session."""
         return self.exists and not self.dead
+
+    def expired(self, now_ms: int) -> bool:
+        """The session's expiry (V7) has passed: it reads as absent."""
+        return self.item is not None and "xa" in self.item and int(self.item["xa"]["N"]) <= now_ms
+
+    def live(self, now_ms: int) -> bool:
+        """Alive and not expired."""
+        return self.alive and not self.expired(now_ms)
+
+    def visible_version(self, now_ms: int) -> int:
+        """V8 as a reader sees it: the version of a live session with snapshots, else 0."""
+        item = self.item
+        if item is None or not self.live(now_ms) or not ("leaf" in item or "cyc" in item or self.ids):
+            return 0
+        return self.session_version
 
     @property
     def session_version(self) -> int:

@@ -14,6 +14,11 @@ separator is U+001F, a control character that no valid id or tenant can hold
 - staging marker (a large write's parts, until its commit deletes it):
   pk ``<tenant>␟s␟<sessionId>``, sk ``g␟<snapshotId>␟<tag>``
 
+- metadata index entry (V4; one per indexed key a session's metadata holds):
+  pk ``<tenant>␟m␟<name>␟<value>``, sk ``<createdAt>␟<sessionId>``
+- expiry index entry (V7; one per session with a ttl): pk ``<tenant>␟x``,
+  sk ``<expiresAt, epoch ms, 15 digits>␟<sessionId>``
+
 (``␟`` is U+001F; ``<tag>`` is ``c`` for a page or ``d`` for a delta, plus a random nonce.)
 """
 
@@ -33,6 +38,32 @@ TTL_ATTRIBUTE = "exp"
 def snapshot_key(tenant: str, snapshot_id: str) -> dict[str, Any]:
     """The key of a snapshot's own item."""
     return {"pk": {"S": f"{tenant}{SEP}n{SEP}{snapshot_id}"}, "sk": {"S": SNAPSHOT_SK}}
+
+
+def index_pk(tenant: str, name: str, value: str) -> dict[str, Any]:
+    """The partition of one metadata key and value: the sessions holding it, oldest first."""
+    return {"S": f"{tenant}{SEP}m{SEP}{name}{SEP}{value}"}
+
+
+def index_sk(created_at: str, session_id: str) -> str:
+    """A session's sort key in a metadata index partition: created_at, then id."""
+    return f"{created_at}{SEP}{session_id}"
+
+
+def index_entry(sk: str) -> tuple[str, str]:
+    """``(created_at, session_id)`` of a metadata index sort key."""
+    created_at, _, session_id = sk.partition(SEP)
+    return created_at, session_id
+
+
+def expiry_pk(tenant: str) -> dict[str, Any]:
+    """The partition of a tenant's expiry index."""
+    return {"S": f"{tenant}{SEP}x"}
+
+
+def expiry_sk(expires_ms: int, session_id: str) -> str:
+    """A session's sort key in the expiry index: its expiry (epoch ms, fixed width), then id."""
+    return f"{expires_ms:015d}{SEP}{session_id}"
 
 
 def session_pk(tenant: str, session_id: str) -> dict[str, Any]:

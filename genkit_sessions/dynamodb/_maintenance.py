@@ -16,7 +16,7 @@ recompute instead of dropping that turn.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -50,7 +50,7 @@ from genkit_sessions.errors import GenkitError, Status
 from genkit_sessions.model.types import SessionSnapshot
 from genkit_sessions.stores.write_rules import leaf_of, restorable
 
-__all__ = ["delete_session", "restore", "sweep_staged"]
+__all__ = ["delete_session", "index_keys", "restore", "sweep_staged"]
 
 _ROUNDS = 3
 
@@ -69,10 +69,20 @@ def delete_session(engine: Engine, tenant: str, session_id: str) -> Steps[int]:
         except Cancelled:
             continue  # a writer moved the head since this round read it: read again
         engine.see_head(tenant, session_id, None)
+        # No write lands on the tombstone: what the partition holds now is everything there is to delete.
+        rows = yield from query_partition(engine.table, keys.session_pk(tenant, session_id))
+        head = Head.of(next((r for r in rows if r["sk"]["S"] == keys.HEAD_SK), None))
+        if not head.deleting:
+            return 0  # another deletion of it finished meanwhile (and a new session may have started since)
+        token = head.version or token  # another deletion may have re-marked it: finish the job on its token
         found = yield from members(engine, tenant, session_id, member_ids(rows))
         yield from batch_write(engine.table, [{"DeleteRequest": {"Key": keys.snapshot_key(tenant, s)}} for s in found])
         engine.forget(tenant, found)
         yield from batch_write(engine.table, [delete_request(r) for r in rows if r["sk"]["S"] != keys.HEAD_SK])
+        yield from batch_write(
+            engine.table,
+            [{"DeleteRequest": {"Key": k}} for k in index_keys(engine, tenant, session_id, head.item or {})],
+        )
         # Parts a writer staged after the first Query: its commit cannot land on the tombstone.
         late = yield from query_partition(engine.table, keys.session_pk(tenant, session_id), "pk, sk")
         yield from batch_write(engine.table, [delete_request(r) for r in late if r["sk"]["S"] != keys.HEAD_SK])
@@ -87,6 +97,20 @@ def delete_session(engine: Engine, tenant: str, session_id: str) -> Steps[int]:
         f"session {session_id!r} kept changing under concurrent writers through {_ROUNDS} attempts to delete it "
         f"on DynamoDB table {engine.table!r}; stop its writers, then delete it again",
     )
+
+
+def index_keys(engine: Engine, tenant: str, session_id: str, item: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The keys of every index entry a head names (metadata entries of the indexed keys, the expiry entry)."""
+    found: list[dict[str, Any]] = []
+    created = item.get("ca", {}).get("S")
+    if created is not None:
+        for name, value in item.get("md", {}).get("M", {}).items():
+            if name in engine.settings.indexed:
+                sk = keys.index_sk(created, session_id)
+                found.append({"pk": keys.index_pk(tenant, name, value["S"]), "sk": {"S": sk}})
+    if "xi" in item:
+        found.append({"pk": keys.expiry_pk(tenant), "sk": item["xi"]})
+    return found
 
 
 def sweep_staged(engine: Engine, tenant: str, session_id: str, older_than: int) -> Steps[int]:

@@ -9,7 +9,7 @@ goes stale.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import attrs
@@ -163,9 +163,10 @@ def read_by_id(engine: Engine, tenant: str, snapshot_id: str) -> Steps[Loaded | 
         wanted += [k for k in part_keys(tenant, session_id, recipe) if k != key]
     found = yield from batch_get(engine.table, wanted)
     head = _at(found, head_key)
-    if head is None or "dead" in head:
+    if head is None or not Head.of(head).live(engine.now_ms()):
         engine.forget(tenant, [snapshot_id])
         return None
+    engine.see_head(tenant, session_id, Head.of(head))
     found[(key["pk"]["S"], key["sk"]["S"])] = item
     return (yield from load(engine, tenant, item, snapshot_id, found))
 
@@ -182,7 +183,7 @@ def read_leaf(engine: Engine, tenant: str, session_id: str) -> Steps[SessionSnap
     the head's read hint."""
     head = yield from read_head(engine, tenant, session_id)
     item = head.item
-    if item is None or head.dead:
+    if item is None or not head.live(engine.now_ms()):
         return None
     if "leaf" not in item:
         if "cyc" in item:
@@ -233,7 +234,7 @@ def list_snapshots(engine: Engine, tenant: str, session_id: str) -> Steps[list[S
     """Every snapshot of a session in creation order: a Query of its partition, then BatchGetItems."""
     rows = yield from query_partition(engine.table, keys.session_pk(tenant, session_id))
     head = next((r for r in rows if r["sk"]["S"] == keys.HEAD_SK), None)
-    if head is not None and "dead" in head:
+    if head is not None and not Head.of(head).live(engine.now_ms()):
         return []
     found = yield from members(engine, tenant, session_id, member_ids(rows))
     by_key = {(i["pk"]["S"], i["sk"]["S"]): i for i in [*rows, *(item for item, _ in found.values())]}
@@ -267,8 +268,14 @@ def session_record(engine: Engine, tenant: str, session_id: str) -> Steps[Sessio
     """A session's record from its head: one GetItem (a head written before records existed also lists
     the session once, for the time its root was created)."""
     head = yield from read_head(engine, tenant, session_id)
+    return (yield from record_of(engine, tenant, session_id, head))
+
+
+def record_of(engine: Engine, tenant: str, session_id: str, head: Head) -> Steps[SessionRecord | None]:
+    """The record a head holds; None for no live session."""
     item = head.item
-    if item is None or not head.alive or not (head.ids or "leaf" in item or "cyc" in item):
+    now_ms = engine.now_ms()
+    if item is None or not head.live(now_ms) or not (head.ids or "leaf" in item or "cyc" in item or "ca" in item):
         return None
     if "ca" in item:
         created = item["ca"]["S"]
@@ -279,15 +286,19 @@ def session_record(engine: Engine, tenant: str, session_id: str) -> Steps[Sessio
         created = min(s.created_at for s in snapshots)
     updated = item.get("ua", item.get("lc", {"S": created}))["S"]
     expires = None
-    if "exp" in item:
+    if "xa" in item:
+        expires = format_timestamp(datetime.fromtimestamp(int(item["xa"]["N"]) / 1000, tz=timezone.utc))
+    elif "exp" in item:
         expires = format_timestamp(datetime.fromtimestamp(int(item["exp"]["N"]), tz=timezone.utc))
     metadata = FrozenDict({k: v["S"] for k, v in item.get("md", {"M": {}})["M"].items()})
     return SessionRecord(
         id=session_id,
         created_at=created,
         updated_at=updated,
-        version=head.session_version,
+        version=head.visible_version(now_ms),
         leaf_id=item["leaf"]["S"] if "leaf" in item else None,
         expires_at=expires,
         metadata=metadata,
+        ttl=timedelta(milliseconds=int(item["tl"]["N"])) if "tl" in item else None,
+        sliding="sl" in item,
     )

@@ -18,11 +18,11 @@ import functools
 import importlib.util
 import os
 import weakref
-from collections.abc import AsyncIterator, Iterable, Sequence
-from datetime import timedelta
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
-from genkit_sessions.dynamodb import _commit, _maintenance, _reads
+from genkit_sessions.dynamodb import _commit, _maintenance, _reads, _records
 from genkit_sessions.dynamodb._calls import Steps, run_async, run_sync
 from genkit_sessions.dynamodb._engine import Engine, Settings
 from genkit_sessions.dynamodb._errors import BACKEND_ERRORS, map_error
@@ -31,8 +31,17 @@ from genkit_sessions.errors import GenkitError, Reason, Status
 from genkit_sessions.model.clock import Clock, utc_now
 from genkit_sessions.model.ids import validate_id
 from genkit_sessions.model.types import SessionSnapshot, SnapshotStatus
+from genkit_sessions.stores import session_rules as rules
 from genkit_sessions.stores.offload import OffloadedAsyncStore, watch_by_polling
-from genkit_sessions.stores.protocol import Context, Mutator, SessionRecord, TenantFn
+from genkit_sessions.stores.protocol import (
+    CallOptions,
+    Context,
+    Mutator,
+    SessionPage,
+    SessionRecord,
+    TenantFn,
+    effective_context,
+)
 from genkit_sessions.stores.write_rules import (
     abort_mutator,
     abort_through,
@@ -91,6 +100,7 @@ class DynamoDBSessionStore:
         head_ids: int = 50,
         executor: concurrent.futures.Executor | None = None,
         aio_connections: int = 100,
+        indexed_metadata: Iterable[str] = (),
     ) -> None:
         if not table_name or not isinstance(table_name, str):
             raise GenkitError(Status.INVALID_ARGUMENT, "table_name must be a non-empty string naming the table")
@@ -122,6 +132,7 @@ class DynamoDBSessionStore:
                 watch_max_interval=watch_max_interval,
                 cache_size=cache_size,
                 head_ids=head_ids,
+                indexed=rules.indexed_keys(indexed_metadata),
             )
         )
         self._executor = executor
@@ -146,6 +157,11 @@ class DynamoDBSessionStore:
                 require_aiobotocore()
                 self._aio = AsyncDynamoDBSessionStore(self)
         return self._aio
+
+    @property
+    def indexed_metadata(self) -> frozenset[str]:
+        """The metadata keys :meth:`find_sessions` looks up (``principal`` always): each has index entries."""
+        return self._engine.settings.indexed
 
     def close(self) -> None:
         """Nothing to release on the blocking face (the boto3 client and any executor are the caller's)."""
@@ -175,17 +191,17 @@ class DynamoDBSessionStore:
         found: SessionSnapshot | None = self._run(_reads.read_leaf(self._engine, tenant, session_id))
         return found
 
-    def save_snapshot(self, snapshot_id: str, mutator: Mutator, *, context: Context = None) -> SessionSnapshot | None:
+    def save_snapshot(
+        self, snapshot_id: str, mutator: Mutator, *, context: Context = None, options: CallOptions | None = None
+    ) -> SessionSnapshot | None:
         """Atomically apply ``mutator`` to the snapshot ``snapshot_id`` and store the result (S3-S7).
 
         Uncontended, a new snapshot whose parent this store read or wrote recently costs one
         TransactWriteItems and no read. A lost race re-reads and re-runs the mutator, up to
-        ``max_attempts`` times with jittered backoff, then raises ABORTED.
+        ``max_attempts`` times with jittered backoff, then raises ABORTED. ``options.expected_version``
+        conditions the write on the session's version (ABORTED, reason VERSION_CONFLICT, when it moved).
         """
-        validate_id(snapshot_id, "snapshot_id", Reason.INVALID_SNAPSHOT_ID)
-        saved: SessionSnapshot | None = self._run(
-            _commit.save(self._engine, self._tenant(context), snapshot_id, mutator)
-        )
+        saved: SessionSnapshot | None = self._run(_save_steps(self._engine, snapshot_id, mutator, context, options))
         return saved
 
     def list_snapshots(self, session_id: str, *, context: Context = None) -> Sequence[SessionSnapshot]:
@@ -228,6 +244,38 @@ class DynamoDBSessionStore:
     def watch_status(self, snapshot_id: str, *, context: Context = None) -> AsyncIterator[SnapshotStatus]:
         """Yield the current status, then every change, ending after a terminal status (on :attr:`aio`)."""
         return self.aio.watch_status(snapshot_id, context=context)
+
+    def create_session(
+        self,
+        session_id: str,
+        *,
+        metadata: Mapping[str, str] | None = None,
+        ttl: timedelta | None = None,
+        sliding: bool = False,
+        context: Context = None,
+    ) -> SessionRecord:
+        """V1: a record with no snapshots: one write on the head (a transaction with its index entries)."""
+        found: SessionRecord = self._run(_create_steps(self._engine, session_id, metadata, ttl, sliding, context))
+        return found
+
+    def set_session_metadata(
+        self, session_id: str, name: str, value: str | None, *, context: Context = None
+    ) -> SessionRecord:
+        """V5: one metadata key and its index entries, in one transaction on the head's version."""
+        found: SessionRecord = self._run(_metadata_steps(self._engine, session_id, name, value, context))
+        return found
+
+    def find_sessions(
+        self, name: str, value: str, *, limit: int = 100, page_token: str | None = None, context: Context = None
+    ) -> SessionPage:
+        """V4: one strongly consistent Query of the key's index partition, then one BatchGetItem."""
+        page: SessionPage = self._run(_find_steps(self._engine, name, value, limit, page_token, context))
+        return page
+
+    def delete_expired_sessions(self, before: datetime, *, context: Context = None) -> int:
+        """V7: a Query of the tenant's expiry index up to ``before``; deletes the sessions it names."""
+        count: int = self._run(_expired_steps(self._engine, before, context))
+        return count
 
     def restore_snapshots(self, snapshots: Iterable[SessionSnapshot], *, context: Context = None) -> int:
         """Store snapshots verbatim, as an import or a test fixture would (no stamping, no rule checks).
@@ -388,14 +436,50 @@ class AsyncDynamoDBSessionStore:
         return found
 
     async def save_snapshot(
-        self, snapshot_id: str, mutator: Mutator, *, context: Context = None
+        self, snapshot_id: str, mutator: Mutator, *, context: Context = None, options: CallOptions | None = None
     ) -> SessionSnapshot | None:
         """See :meth:`DynamoDBSessionStore.save_snapshot`."""
-        validate_id(snapshot_id, "snapshot_id", Reason.INVALID_SNAPSHOT_ID)
         saved: SessionSnapshot | None = await self._run(
-            _commit.save(self._engine, self._tenant(context), snapshot_id, mutator)
+            _save_steps(self._engine, snapshot_id, mutator, context, options)
         )
         return saved
+
+    @property
+    def indexed_metadata(self) -> frozenset[str]:
+        """See :attr:`DynamoDBSessionStore.indexed_metadata`."""
+        return self._engine.settings.indexed
+
+    async def create_session(
+        self,
+        session_id: str,
+        *,
+        metadata: Mapping[str, str] | None = None,
+        ttl: timedelta | None = None,
+        sliding: bool = False,
+        context: Context = None,
+    ) -> SessionRecord:
+        """See :meth:`DynamoDBSessionStore.create_session`."""
+        found: SessionRecord = await self._run(_create_steps(self._engine, session_id, metadata, ttl, sliding, context))
+        return found
+
+    async def set_session_metadata(
+        self, session_id: str, name: str, value: str | None, *, context: Context = None
+    ) -> SessionRecord:
+        """See :meth:`DynamoDBSessionStore.set_session_metadata`."""
+        found: SessionRecord = await self._run(_metadata_steps(self._engine, session_id, name, value, context))
+        return found
+
+    async def find_sessions(
+        self, name: str, value: str, *, limit: int = 100, page_token: str | None = None, context: Context = None
+    ) -> SessionPage:
+        """See :meth:`DynamoDBSessionStore.find_sessions`."""
+        page: SessionPage = await self._run(_find_steps(self._engine, name, value, limit, page_token, context))
+        return page
+
+    async def delete_expired_sessions(self, before: datetime, *, context: Context = None) -> int:
+        """See :meth:`DynamoDBSessionStore.delete_expired_sessions`."""
+        count: int = await self._run(_expired_steps(self._engine, before, context))
+        return count
 
     async def list_snapshots(self, session_id: str, *, context: Context = None) -> Sequence[SessionSnapshot]:
         """See :meth:`DynamoDBSessionStore.list_snapshots`."""
@@ -456,6 +540,58 @@ class AsyncDynamoDBSessionStore:
         """See :meth:`DynamoDBSessionStore.restore_snapshots`."""
         count: int = await self._run(_maintenance.restore(self._engine, self._tenant(context), list(snapshots)))
         return count
+
+
+# --- the steps both faces run, arguments checked ------------------------------------------------
+
+
+def _save_steps(
+    engine: Engine, snapshot_id: str, mutator: Mutator, context: Context, options: CallOptions | None
+) -> Steps[SessionSnapshot | None]:
+    validate_id(snapshot_id, "snapshot_id", Reason.INVALID_SNAPSHOT_ID)
+    tenant = tenant_key(engine.settings.tenant_of, effective_context(context, options))
+    expected = options.expected_version if options is not None else None
+    return _commit.save(engine, tenant, snapshot_id, mutator, expected)
+
+
+def _create_steps(
+    engine: Engine,
+    session_id: str,
+    metadata: Mapping[str, str] | None,
+    ttl: timedelta | None,
+    sliding: bool,
+    context: Context,
+) -> Steps[SessionRecord]:
+    validate_id(session_id, "session_id", Reason.INVALID_SESSION_ID)
+    frozen = rules.check_metadata(metadata)
+    rules.check_ttl(ttl)
+    tenant = tenant_key(engine.settings.tenant_of, context)
+    return _records.create_session(engine, tenant, session_id, frozen, ttl, bool(sliding) and ttl is not None)
+
+
+def _metadata_steps(
+    engine: Engine, session_id: str, name: str, value: str | None, context: Context
+) -> Steps[SessionRecord]:
+    validate_id(session_id, "session_id", Reason.INVALID_SESSION_ID)
+    rules.check_metadata_entry(name, value, allow_none=True)
+    return _records.set_metadata(engine, tenant_key(engine.settings.tenant_of, context), session_id, name, value)
+
+
+def _find_steps(
+    engine: Engine, name: str, value: str, limit: int, page_token: str | None, context: Context
+) -> Steps[SessionPage]:
+    rules.check_metadata_entry(name, value)
+    if name not in engine.settings.indexed:
+        raise rules.not_indexed(name, engine.settings.indexed)
+    rules.check_limit(limit)
+    after = rules.decode_page_token(page_token)
+    return _records.find_sessions(engine, tenant_key(engine.settings.tenant_of, context), name, value, limit, after)
+
+
+def _expired_steps(engine: Engine, before: datetime, context: Context) -> Steps[int]:
+    rules.check_before(before)
+    before_ms = int(before.timestamp() * 1000)
+    return _records.delete_expired(engine, tenant_key(engine.settings.tenant_of, context), before_ms)
 
 
 def default_region(region_name: str | None) -> str:

@@ -131,12 +131,14 @@ class InMemorySessionStore:
             tenant = self._tenants.setdefault(key, _Tenant())
         return tenant
 
-    def _live(self, tenant: _Tenant, session_id: str | None) -> _Session | None:
-        """The session, or None when there is none; an expired session is deleted here, so it reads as
-        absent everywhere (V7) from the moment it expires."""
+    def _live(self, tenant: _Tenant, session_id: str | None, *, writing: bool = False) -> _Session | None:
+        """The session, or None when there is none or it has expired (V7: an expired session reads as
+        absent everywhere from the moment it expires). A write into an expired session deletes it first,
+        as ``delete_expired_sessions`` would have."""
         session = tenant.sessions.get(session_id)  # type: ignore[arg-type]
         if session is not None and session.expires_at is not None and session.expires_at <= self._clock():
-            self._drop(tenant, session_id)  # type: ignore[arg-type]
+            if writing:
+                self._drop(tenant, session_id)  # type: ignore[arg-type]
             return None
         return session
 
@@ -201,13 +203,13 @@ class InMemorySessionStore:
         with self._lock:
             tenant = self._tenant(context)
             existing = tenant.snapshots.get(snapshot_id)
-            if existing is not None and self._live(tenant, existing.session_id) is None:
+            if existing is not None and self._live(tenant, existing.session_id, writing=True) is None:
                 existing = None
             snapshot = next_snapshot(snapshot_id, existing, mutator, self._stamp())
             if snapshot is None:
                 return None
             session_id: str = snapshot.session_id  # type: ignore[assignment]
-            live = self._live(tenant, session_id)
+            live = self._live(tenant, session_id, writing=True)
             if expected is not None:
                 current = live.visible_version if live is not None else 0
                 if current != expected:
@@ -387,7 +389,7 @@ class InMemorySessionStore:
         rules.check_ttl(ttl)
         with self._lock:
             tenant = self._tenant(context)
-            if self._live(tenant, session_id) is not None:
+            if self._live(tenant, session_id, writing=True) is not None:
                 raise rules.session_exists(session_id)
             session = tenant.session(session_id)
             session.created_at = session.updated_at = self._stamp()

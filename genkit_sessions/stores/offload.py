@@ -17,12 +17,13 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from genkit_sessions.errors import GenkitError, Reason, Status
 from genkit_sessions.model.types import SessionSnapshot, SnapshotStatus
-from genkit_sessions.stores.protocol import Context, Mutator, SessionRecord
+from genkit_sessions.stores.protocol import CallOptions, Context, Mutator, SessionPage, SessionRecord
 
 __all__ = ["OffloadedAsyncStore", "watch_by_polling"]
 
@@ -60,11 +61,56 @@ class OffloadedAsyncStore:
         return found
 
     async def save_snapshot(
-        self, snapshot_id: str, mutator: Mutator, *, context: Context = None
+        self, snapshot_id: str, mutator: Mutator, *, context: Context = None, options: CallOptions | None = None
     ) -> SessionSnapshot | None:
         """The wrapped store's ``save_snapshot``, on the executor."""
-        saved: SessionSnapshot | None = await self._run(self.sync.save_snapshot, snapshot_id, mutator, context=context)
+        extra = {} if options is None else {"options": options}
+        saved: SessionSnapshot | None = await self._run(
+            self.sync.save_snapshot, snapshot_id, mutator, context=context, **extra
+        )
         return saved
+
+    @property
+    def indexed_metadata(self) -> frozenset[str]:
+        """The wrapped store's ``indexed_metadata``."""
+        found: frozenset[str] = self.sync.indexed_metadata
+        return found
+
+    async def create_session(
+        self,
+        session_id: str,
+        *,
+        metadata: Mapping[str, str] | None = None,
+        ttl: timedelta | None = None,
+        sliding: bool = False,
+        context: Context = None,
+    ) -> SessionRecord:
+        """The wrapped store's ``create_session``, on the executor."""
+        found: SessionRecord = await self._run(
+            self.sync.create_session, session_id, metadata=metadata, ttl=ttl, sliding=sliding, context=context
+        )
+        return found
+
+    async def set_session_metadata(
+        self, session_id: str, name: str, value: str | None, *, context: Context = None
+    ) -> SessionRecord:
+        """The wrapped store's ``set_session_metadata``, on the executor."""
+        found: SessionRecord = await self._run(self.sync.set_session_metadata, session_id, name, value, context=context)
+        return found
+
+    async def find_sessions(
+        self, name: str, value: str, *, limit: int = 100, page_token: str | None = None, context: Context = None
+    ) -> SessionPage:
+        """The wrapped store's ``find_sessions``, on the executor."""
+        page: SessionPage = await self._run(
+            self.sync.find_sessions, name, value, limit=limit, page_token=page_token, context=context
+        )
+        return page
+
+    async def delete_expired_sessions(self, before: datetime, *, context: Context = None) -> int:
+        """The wrapped store's ``delete_expired_sessions``, on the executor."""
+        count: int = await self._run(self.sync.delete_expired_sessions, before, context=context)
+        return count
 
     async def list_snapshots(self, session_id: str, *, context: Context = None) -> Sequence[SessionSnapshot]:
         """The wrapped store's ``list_snapshots``, on the executor."""

@@ -1,0 +1,268 @@
+"""Sessions as records (SPEC section 6) on DynamoDB: create, metadata and its index, lookup, expiry.
+
+The record is the session's head item (see ``_head``). Two kinds of index
+entry sit beside it, each in its own partition, so neither lookup scans:
+
+- a **metadata entry** per indexed key the session's metadata holds, in the
+  partition of that key and value, sorted by (created_at, session id): V4 is
+  one strongly consistent Query of that partition (index entries are items of
+  the table, not of a GSI, which could only be read eventually consistent),
+  then one BatchGetItem of the heads it names;
+- an **expiry entry** per session with a ttl, in the tenant's expiry
+  partition, sorted by expiry: V7's ``delete_expired`` queries the entries due
+  before its cutoff, so its cost grows with the expired sessions, not the
+  table. A sliding expiry moves the head's ``xa`` on every write without
+  touching the entry; when the entry comes due and the head says later, the
+  sweep moves the entry instead of deleting the session.
+
+Every entry is written in the same transaction as the head change that makes
+it true, on the head's version token, and removed by the session's deletion.
+Reads judge expiry from the head's ``xa``, so an expired session reads as
+absent at once, whatever DynamoDB's own TTL does later.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from genkit_sessions.dynamodb import _keys as keys
+from genkit_sessions.dynamodb._calls import Cancelled, Steps, batch_get, call, write_one
+from genkit_sessions.dynamodb._commit import transact_surely
+from genkit_sessions.dynamodb._engine import Engine
+from genkit_sessions.dynamodb._expressions import Update, eq, exists, not_exists, render
+from genkit_sessions.dynamodb._items import Head, put_action
+from genkit_sessions.dynamodb._maintenance import delete_session
+from genkit_sessions.dynamodb._reads import read_head, record_of
+from genkit_sessions.errors import GenkitError, Status
+from genkit_sessions.model.frozen_json import FrozenDict
+from genkit_sessions.stores import session_rules as rules
+from genkit_sessions.stores.protocol import SessionPage, SessionRecord
+
+__all__ = ["create_session", "delete_expired", "find_sessions", "set_metadata"]
+
+_ROUNDS = 5
+
+
+def _head_update(engine: Engine, tenant: str, session_id: str, update: Update, condition: Any) -> dict[str, Any]:
+    return {
+        "Update": {
+            "TableName": engine.table,
+            "Key": keys.head_key(tenant, session_id),
+            **render(condition=condition, update=update),
+        }
+    }
+
+
+def _index_put(engine: Engine, pk: dict[str, Any], sk: str, **attributes: Any) -> dict[str, Any]:
+    return put_action(engine.table, {"pk": pk, "sk": {"S": sk}, **attributes})
+
+
+def _index_delete(engine: Engine, pk: dict[str, Any], sk: str) -> dict[str, Any]:
+    return {"Delete": {"TableName": engine.table, "Key": {"pk": pk, "sk": {"S": sk}}}}
+
+
+def _run(engine: Engine, actions: list[dict[str, Any]]) -> Steps[None]:
+    if len(actions) == 1 and "Update" in actions[0]:
+        yield from write_one(engine.table, actions[0])
+    else:
+        yield from transact_surely(engine, actions)
+
+
+def create_session(
+    engine: Engine,
+    tenant: str,
+    session_id: str,
+    metadata: FrozenDict,
+    ttl: timedelta | None,
+    sliding: bool,
+) -> Steps[SessionRecord]:
+    """V1: one write (a transaction when there are index entries) on there being no live head."""
+    for _ in range(_ROUNDS):
+        now, now_ms, token = engine.stamp(), engine.now_ms(), engine.token()
+        update = (
+            Update()
+            .set("ca", {"S": now})
+            .set("ua", {"S": now})
+            .set("lc", {"S": "0"})
+            .set("hv", {"S": token})
+            .add("sv", {"N": "0"})
+            .remove("dead")
+        )
+        entries: list[dict[str, Any]] = []
+        if metadata:
+            update.set("md", {"M": {k: {"S": v} for k, v in metadata.items()}})
+            for name, value in metadata.items():
+                if name in engine.settings.indexed:
+                    entries.append(
+                        _index_put(engine, keys.index_pk(tenant, name, value), keys.index_sk(now, session_id))
+                    )
+        if ttl is not None:
+            ttl_ms = max(1, int(ttl.total_seconds() * 1000))
+            expires = now_ms + ttl_ms
+            xi = keys.expiry_sk(expires, session_id)
+            update.set("xa", {"N": str(expires)}).set("tl", {"N": str(ttl_ms)}).set("xi", {"S": xi})
+            if sliding:
+                update.set("sl", {"BOOL": True})
+            entries.append(_index_put(engine, keys.expiry_pk(tenant), xi, sid={"S": session_id}))
+        condition = not_exists("pk") | (exists("dead") & not_exists("del"))
+        try:
+            yield from _run(engine, [_head_update(engine, tenant, session_id, update, condition), *entries])
+        except Cancelled:
+            head = yield from read_head(engine, tenant, session_id)
+            if head.version == token:
+                break  # this very write landed (its answer was lost, and the resend was refused)
+            if head.live(engine.now_ms()):
+                raise rules.session_exists(session_id) from None
+            if head.alive or head.deleting:  # expired, or a deletion stopped part-way: finish it, then create
+                yield from delete_session(engine, tenant, session_id)
+            continue
+        break
+    else:
+        raise GenkitError(
+            Status.ABORTED,
+            f"session {session_id!r} kept changing while it was being created on DynamoDB table {engine.table!r}; "
+            "retry",
+        )
+    engine.see_head(tenant, session_id, None)
+    head = yield from read_head(engine, tenant, session_id)
+    record = yield from record_of(engine, tenant, session_id, head)
+    if record is None:  # deleted (or expired) the moment it was made
+        raise rules.session_not_found(session_id)
+    return record
+
+
+def set_metadata(engine: Engine, tenant: str, session_id: str, name: str, value: str | None) -> Steps[SessionRecord]:
+    """V5: the head's metadata and the key's index entries, in one transaction on the head's version."""
+    for _ in range(_ROUNDS):
+        head = yield from read_head(engine, tenant, session_id)
+        record = yield from record_of(engine, tenant, session_id, head)
+        if record is None or head.item is None or head.version is None:
+            raise rules.session_not_found(session_id)
+        old = record.metadata.get(name)
+        changed = dict(record.metadata)
+        if value is None:
+            changed.pop(name, None)
+        else:
+            changed[name] = value
+        token = engine.token()
+        update = Update().set("hv", {"S": token})
+        if changed:
+            update.set("md", {"M": {k: {"S": v} for k, v in changed.items()}})
+        else:
+            update.remove("md")
+        if "ca" not in head.item:
+            update.set("ca", {"S": record.created_at})  # a head from before records: its index entries need it
+        actions = [_head_update(engine, tenant, session_id, update, eq("hv", {"S": head.version}))]
+        if name in engine.settings.indexed and old != value:
+            sk = keys.index_sk(record.created_at, session_id)
+            if old is not None:
+                actions.append(_index_delete(engine, keys.index_pk(tenant, name, old), sk))
+            if value is not None:
+                actions.append(_index_put(engine, keys.index_pk(tenant, name, value), sk))
+        try:
+            yield from _run(engine, actions)
+        except Cancelled:
+            again = yield from read_head(engine, tenant, session_id)
+            if again.version != token:
+                continue  # another write moved the head: read it and apply the change to that
+        engine.see_head(tenant, session_id, None)
+        head = yield from read_head(engine, tenant, session_id)
+        found = yield from record_of(engine, tenant, session_id, head)
+        if found is None:
+            raise rules.session_not_found(session_id)
+        return found
+    raise GenkitError(
+        Status.ABORTED,
+        f"session {session_id!r} kept changing while its metadata was being set on DynamoDB table "
+        f"{engine.table!r}; retry",
+    )
+
+
+def find_sessions(
+    engine: Engine, tenant: str, name: str, value: str, limit: int, after: tuple[str, str] | None
+) -> Steps[SessionPage]:
+    """V4: one strongly consistent Query of the key's index partition, one BatchGetItem of the heads."""
+    pk = keys.index_pk(tenant, name, value)
+    params: dict[str, Any] = {
+        "KeyConditionExpression": "pk = :pk",
+        "ExpressionAttributeValues": {":pk": pk},
+        "ConsistentRead": True,
+        "Limit": limit + 1,
+    }
+    if after is not None:
+        params["ExclusiveStartKey"] = {"pk": pk, "sk": {"S": keys.index_sk(*after)}}
+    page = yield from call("Query", engine.table, **params)
+    rows = page.get("Items", [])
+    more = len(rows) > limit
+    rows = rows[:limit]
+    entries = [keys.index_entry(row["sk"]["S"]) for row in rows]
+    heads: dict[tuple[str, str], dict[str, Any]] = {}
+    if entries:
+        heads = yield from batch_get(engine.table, [keys.head_key(tenant, sid) for _, sid in entries])
+    records: list[SessionRecord] = []
+    for created, sid in entries:
+        item = heads.get((keys.session_pk(tenant, sid)["S"], keys.HEAD_SK))
+        if item is None:
+            continue
+        record = yield from record_of(engine, tenant, sid, Head.of(item))
+        if record is not None and record.metadata.get(name) == value and record.created_at == created:
+            records.append(record)
+    token = rules.encode_page_token(*entries[-1]) if more and entries else None
+    return SessionPage(tuple(records), token)
+
+
+def delete_expired(engine: Engine, tenant: str, before_ms: int) -> Steps[int]:
+    """V7: delete the sessions whose expiry entry is due before ``before_ms`` and whose head agrees; move
+    the entries of sessions whose sliding expiry moved on; drop entries no session needs. How many went."""
+    pk = keys.expiry_pk(tenant)
+    params: dict[str, Any] = {
+        "KeyConditionExpression": "pk = :pk AND sk < :cut",
+        "ExpressionAttributeValues": {":pk": pk, ":cut": {"S": f"{before_ms:015d}"}},
+        "ConsistentRead": True,
+    }
+    deleted = 0
+    while True:
+        page = yield from call("Query", engine.table, **dict(params))
+        rows = page.get("Items", [])
+        heads: dict[tuple[str, str], dict[str, Any]] = {}
+        if rows:
+            heads = yield from batch_get(engine.table, [keys.head_key(tenant, row["sid"]["S"]) for row in rows])
+        for row in rows:
+            session_id, sk = row["sid"]["S"], row["sk"]["S"]
+            head = Head.of(heads.get((keys.session_pk(tenant, session_id)["S"], keys.HEAD_SK)))
+            item = head.item or {}
+            if head.deleting:
+                yield from delete_session(engine, tenant, session_id)
+            elif not head.alive or item.get("xi", {}).get("S") != sk:
+                yield from _drop_entry(engine, pk, sk)  # its session went, or was made again with its own entry
+            elif int(item.get("xa", {"N": "0"})["N"]) < before_ms:
+                yield from delete_session(engine, tenant, session_id)
+                deleted += 1
+            else:
+                yield from _move_entry(engine, tenant, session_id, head, sk)
+        if "LastEvaluatedKey" not in page:
+            return deleted
+        params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def _drop_entry(engine: Engine, pk: dict[str, Any], sk: str) -> Steps[None]:
+    yield from call("DeleteItem", engine.table, Key={"pk": pk, "sk": {"S": sk}})
+
+
+def _move_entry(engine: Engine, tenant: str, session_id: str, head: Head, sk: str) -> Steps[None]:
+    """Move a slid session's expiry entry to its current expiry, on the head's version (a write landing
+    meanwhile leaves the entry where it is, for the next sweep)."""
+    assert head.item is not None and head.version is not None
+    moved = keys.expiry_sk(int(head.item["xa"]["N"]), session_id)
+    update = Update().set("xi", {"S": moved}).set("hv", {"S": engine.token()})
+    actions = [
+        _head_update(engine, tenant, session_id, update, eq("hv", {"S": head.version})),
+        _index_put(engine, keys.expiry_pk(tenant), moved, sid={"S": session_id}),
+        _index_delete(engine, keys.expiry_pk(tenant), sk),
+    ]
+    try:
+        yield from transact_surely(engine, actions)
+    except Cancelled:
+        return
+    engine.see_head(tenant, session_id, None)
