@@ -97,6 +97,8 @@ class Role(str, enum.Enum):
         return self.value
 
 
+_ROLES: dict[str, Role | str] = {role.value: role for role in Role}
+
 _NOTHING = FrozenDict()
 """The empty mapping every object without unknown keys shares (it is immutable)."""
 
@@ -122,6 +124,20 @@ def _optional_tuple(value: Iterable[Any] | None) -> tuple[Any, ...] | None:
     return None if value is None else _tuple(value)
 
 
+def _role(value: Role | str) -> Role | str:
+    """One of the four known roles as the enum member; any other string kept as it is."""
+    if isinstance(value, Role):
+        return value
+    if not isinstance(value, str):
+        raise TypeError(f"a message role is a string, got {type(value).__name__}")
+    return _ROLES.get(value, value)
+
+
+def _parent(value: str | None) -> str | None:
+    """``""`` is how Genkit Python writes "no parent" for a root: read it as None."""
+    return None if value == "" else value
+
+
 def _optional_status(value: SnapshotStatus | str | None) -> SnapshotStatus | None:
     return None if value is None else SnapshotStatus(value)
 
@@ -144,21 +160,24 @@ class Media:
 
 @attrs.frozen
 class ToolRequest:
-    """A model's request to call a tool."""
+    """A model's request to call a tool. ``partial`` marks a request still being streamed."""
 
     name: str
     ref: str | None = None
     input: Any = _json()
+    partial: bool | None = None
     extra: FrozenDict = _extra()
 
 
 @attrs.frozen
 class ToolResponse:
-    """A tool's answer to a :class:`ToolRequest`."""
+    """A tool's answer to a :class:`ToolRequest`: its JSON ``output`` and, for tools that
+    answer with rich content (text, media), ``content`` as parts."""
 
     name: str
     ref: str | None = None
     output: Any = _json()
+    content: tuple[Part, ...] | None = attrs.field(default=None, converter=_optional_tuple)
     extra: FrozenDict = _extra()
 
 
@@ -176,6 +195,7 @@ class TextPart:
 
     text: str
     metadata: Any = _json()
+    custom: Any = _json()
     extra: FrozenDict = _extra()
 
 
@@ -185,6 +205,7 @@ class MediaPart:
 
     media: Media
     metadata: Any = _json()
+    custom: Any = _json()
     extra: FrozenDict = _extra()
 
 
@@ -194,6 +215,7 @@ class ToolRequestPart:
 
     tool_request: ToolRequest
     metadata: Any = _json()
+    custom: Any = _json()
     extra: FrozenDict = _extra()
 
 
@@ -203,6 +225,7 @@ class ToolResponsePart:
 
     tool_response: ToolResponse
     metadata: Any = _json()
+    custom: Any = _json()
     extra: FrozenDict = _extra()
 
 
@@ -212,6 +235,7 @@ class DataPart:
 
     data: Any = _json()
     metadata: Any = _json()
+    custom: Any = _json()
     extra: FrozenDict = _extra()
 
 
@@ -230,6 +254,7 @@ class ReasoningPart:
 
     reasoning: str
     metadata: Any = _json()
+    custom: Any = _json()
     extra: FrozenDict = _extra()
 
 
@@ -239,6 +264,7 @@ class ResourcePart:
 
     resource: Resource
     metadata: Any = _json()
+    custom: Any = _json()
     extra: FrozenDict = _extra()
 
 
@@ -268,9 +294,12 @@ Part = Union[  # noqa: UP007 (cattrs dispatches on this alias)
 
 @attrs.frozen
 class Message:
-    """One message of a conversation."""
+    """One message of a conversation.
 
-    role: Role = attrs.field(converter=Role)
+    ``role`` is a :class:`Role` for the four roles Genkit defines and the plain
+    string for any other (Genkit accepts any role string, so we keep it)."""
+
+    role: Role | str = attrs.field(converter=_role)
     content: tuple[Part, ...] = attrs.field(converter=_tuple)
     metadata: Any = _json()
     extra: FrozenDict = _extra()
@@ -278,7 +307,7 @@ class Message:
     @classmethod
     def of_text(cls, role: Role | str, text: str) -> Message:
         """A message holding a single text part."""
-        return cls(role=Role(role), content=(TextPart(text),))
+        return cls(role=role, content=(TextPart(text),))
 
     @property
     def text(self) -> str:
@@ -346,12 +375,14 @@ class SessionSnapshot:
 
     ``status`` of ``None`` is how old writers say completed; read
     :attr:`effective_status` or :meth:`status_at` instead of the raw field.
-    ``created_at`` is filled by the store on the first write.
+    ``created_at`` is filled by the store on the first write. ``parent_id`` is
+    None for a root, however the wire said it (absent, or ``""`` as Genkit
+    Python writes it; the wire converter keeps the ``""`` for the round trip).
     """
 
     snapshot_id: str
     session_id: str | None = None
-    parent_id: str | None = None
+    parent_id: str | None = attrs.field(default=None, converter=_parent)
     created_at: str = ""
     updated_at: str | None = None
     heartbeat_at: str | None = None

@@ -31,6 +31,7 @@ from genkit_sessions.errors import GenkitError, Reason, Status
 from genkit_sessions.model.clock import parse_timestamp
 from genkit_sessions.model.frozen_json import FrozenDict, thaw
 from genkit_sessions.model.types import (
+    _ROLES,
     AgentInit,
     CustomPart,
     DataPart,
@@ -91,6 +92,7 @@ def _json_kind(value: Any) -> str:
 
 
 converter.register_structure_hook(str, _strict(str, "a string"))
+converter.register_structure_hook(bool, _strict(bool, "a boolean"))
 converter.register_unstructure_hook(FrozenDict, thaw)
 
 
@@ -102,6 +104,15 @@ def _structure_enum(value: Any, cls: type[enum.Enum]) -> Any:
         raise ValueError(f"{value!r} is not one of {allowed}") from None
 
 
+def _structure_role(value: Any, _: Any) -> Role | str:
+    if type(value) is not str:
+        raise TypeError(f"expected a string, got {_json_kind(value)}")
+    return _ROLES.get(value, value)
+
+
+# A message role: the enum member for the four known roles, any other string kept as it is.
+converter.register_structure_hook_func(lambda t: t == Union[Role, str], _structure_role)  # noqa: UP007
+
 for _enum in (Role, SnapshotStatus, FinishReason):
     # Registered per class: these are str subclasses, so the str hook would otherwise win.
     converter.register_structure_hook(_enum, _structure_enum)
@@ -111,6 +122,9 @@ for _enum in (Role, SnapshotStatus, FinishReason):
 # --- classes with an ``extra`` field keep unknown keys --------------------------------------
 
 _REQUIRED_KEYS: dict[type, tuple[str, ...]] = {SessionSnapshot: ("snapshotId", "createdAt")}
+_KEPT_FORMS: dict[type, tuple[tuple[str, Any], ...]] = {SessionSnapshot: (("parentId", ""),)}
+"""Wire values the model reads as absent but the JSON keeps: ``parentId: ""`` is a root as Genkit
+Python writes it. The model holds None; ``extra`` keeps the ``""`` so the round trip is exact."""
 _TIMESTAMP_FIELDS: dict[type, tuple[str, ...]] = {SessionSnapshot: ("created_at", "updated_at", "heartbeat_at")}
 
 
@@ -138,6 +152,7 @@ def _extra_structure_factory(cls: type) -> Callable[[Any, Any], Any]:
     arrays = tuple((_camel(f.name), f.name) for f in wire_fields if _is_array(f.type))
     required = _REQUIRED_KEYS.get(cls, ())
     timestamps = _TIMESTAMP_FIELDS.get(cls, ())
+    kept_forms = _KEPT_FORMS.get(cls, ())
     base: Callable[[Any, Any], Any] = make_dict_structure_fn(
         cls,
         converter,
@@ -167,6 +182,9 @@ def _extra_structure_factory(cls: type) -> Callable[[Any, Any], Any]:
                 except ValueError as exc:
                     raise ValueError(f"{exc} at key {_camel(name)!r}") from None
         unknown = {k: v for k, v in data.items() if k not in known}
+        for key, form in kept_forms:
+            if key in data and type(data[key]) is type(form) and data[key] == form:
+                unknown[key] = form
         return attrs.evolve(obj, extra=unknown) if unknown else obj
 
     return structure
@@ -261,9 +279,6 @@ converter.register_unstructure_hook(
 def to_wire(obj: Any) -> Any:
     """Encode a model object as Genkit's camelCase JSON (plain dicts and lists)."""
     return converter.unstructure(obj)
-
-
-_ROLES = {role.value: role for role in Role}
 
 
 def messages_from_wire(data: list[Any]) -> tuple[Message, ...]:

@@ -154,9 +154,10 @@ def test_every_genkit_part_kind_decodes_to_the_matching_part_class() -> None:
         TextPart,
     ]
     request, response = ours.content[2], ours.content[3]
-    assert isinstance(request, ToolRequestPart) and request.tool_request.extra == {"partial": True}
-    assert isinstance(response, ToolResponsePart) and response.tool_response.extra == {"content": ({"text": "cold"},)}
-    assert ours.content[8].extra == {"custom": {"thoughtSignature": "abc"}}  # type: ignore[union-attr]
+    assert isinstance(request, ToolRequestPart) and request.tool_request.partial is True
+    assert isinstance(response, ToolResponsePart) and response.tool_response.content == (TextPart("cold"),)
+    rider = ours.content[8]
+    assert isinstance(rider, TextPart) and rider.custom == {"thoughtSignature": "abc"} and not rider.extra
 
 
 def test_a_genkit_error_without_a_status_decodes_and_encodes_back() -> None:

@@ -11,6 +11,7 @@ import json
 from datetime import datetime
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -24,6 +25,7 @@ from genkit_sessions import (
     FrozenDict,
     GenkitError,
     InMemorySessionStore,
+    MediaPart,
     Message,
     Role,
     SessionResolver,
@@ -31,6 +33,8 @@ from genkit_sessions import (
     SessionState,
     SnapshotStatus,
     TextPart,
+    ToolRequestPart,
+    ToolResponsePart,
     UnknownPart,
     from_wire,
     to_wire,
@@ -87,8 +91,9 @@ def with_unknown(draw: st.DrawFn, obj: dict[str, Any], unknown: bool) -> dict[st
     return obj
 
 
-def parts(unknown: bool) -> st.SearchStrategy[dict[str, Any]]:
-    """One Genkit part of any kind, with optional metadata and a custom rider."""
+def parts(unknown: bool, depth: int = 0) -> st.SearchStrategy[dict[str, Any]]:
+    """One Genkit part of any kind, with optional metadata and a custom rider (a tool response's
+    ``content`` holds parts in turn, one level deep)."""
 
     def part(kind: str, payload: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, Any]]:
         riders: dict[str, st.SearchStrategy[Any]] = {"metadata": json_objects}
@@ -106,10 +111,10 @@ def parts(unknown: bool) -> st.SearchStrategy[dict[str, Any]]:
     tool_request = st.builds(lambda n: {"name": n}, short_text).flatmap(
         lambda req: with_optional(req, {"ref": short_text, "input": present_json, "partial": st.booleans()})
     )
+    inner = parts(unknown, depth + 1) if depth < 1 else st.builds(lambda t: {"text": t}, short_text)
+    content = st.lists(inner, max_size=2)
     tool_response = st.builds(lambda n: {"name": n}, short_text).flatmap(
-        lambda req: with_optional(
-            req, {"ref": short_text, "output": present_json, "content": st.lists(json_objects, max_size=2)}
-        )
+        lambda req: with_optional(req, {"ref": short_text, "output": present_json, "content": content})
     )
     resource = st.builds(lambda uri: {"uri": uri}, short_text)
     if unknown:
@@ -133,12 +138,16 @@ def parts(unknown: bool) -> st.SearchStrategy[dict[str, Any]]:
     return st.one_of(kinds)
 
 
+any_roles = st.sampled_from(ROLES) | st.text(max_size=8)
+"""A message role: Genkit defines four and accepts any string."""
+
+
 def messages(unknown: bool) -> st.SearchStrategy[dict[str, Any]]:
     """A Genkit message."""
     return (
         st.builds(
             lambda role, content: {"role": role, "content": content},
-            st.sampled_from(ROLES),
+            any_roles,
             st.lists(parts(unknown), max_size=3),
         )
         .flatmap(lambda req: with_optional(req, {"metadata": json_objects}))
@@ -183,7 +192,7 @@ def snapshots(unknown: bool) -> st.SearchStrategy[dict[str, Any]]:
     """A Genkit SessionSnapshot, with unknown keys at every level when ``unknown``."""
     optional = {
         "sessionId": ids,
-        "parentId": ids,
+        "parentId": ids | st.just(""),
         "updatedAt": timestamps,
         "heartbeatAt": timestamps,
         "status": st.sampled_from(SNAPSHOT_STATUSES),
@@ -356,8 +365,8 @@ def test_unknown_keys_are_kept_at_every_level() -> None:
     assert message.extra == {"x-message": "m"}
     assert message.content[0].extra == {"x-part": True}  # type: ignore[union-attr]
     assert message.content[1].media.extra == {"x-media": 2}  # type: ignore[union-attr]
-    assert message.content[2].tool_request.extra == {"partial": True}  # type: ignore[union-attr]
-    assert message.content[3].tool_response.extra == {"content": ({"text": "c"},)}  # type: ignore[union-attr]
+    assert message.content[2].tool_request.extra == {}  # type: ignore[union-attr]
+    assert message.content[3].tool_response.extra == {}  # type: ignore[union-attr]
     assert message.content[4] == UnknownPart({"futureKind": {"a": 1}})
     assert state.artifact_list[0].extra == {"x-artifact": "a"}
     assert same_json(to_wire(snapshot), data)
@@ -366,7 +375,8 @@ def test_unknown_keys_are_kept_at_every_level() -> None:
 def test_custom_may_ride_on_another_part_kind_and_round_trips() -> None:
     data = {"role": "model", "content": [{"text": "t", "custom": {"sig": "x"}}, {"custom": {"only": 1}}]}
     message = from_wire(Message, data)
-    assert isinstance(message.content[0], TextPart) and message.content[0].extra == {"custom": {"sig": "x"}}
+    assert isinstance(message.content[0], TextPart) and message.content[0].custom == {"sig": "x"}
+    assert message.content[0].extra == {}
     assert isinstance(message.content[1], CustomPart) and message.content[1].custom == {"only": 1}
     assert same_json(to_wire(message), data)
 
@@ -481,10 +491,28 @@ def test_every_wrongly_typed_text_is_reported_at_its_own_path(
             {
                 "snapshotId": "a",
                 "createdAt": "2026-11-29T00:00:00Z",
-                "state": {"messages": [{"role": "bot", "content": []}]},
+                "state": {"messages": [{"role": 7, "content": []}]},
             },
             "$.state.messages[0].role",
-            "'bot' is not one of",
+            "expected a string, got a number",
+        ),
+        (
+            {
+                "snapshotId": "a",
+                "createdAt": "2026-11-29T00:00:00Z",
+                "state": {"messages": [{"role": "user", "content": [{"toolRequest": {"name": "n", "partial": 1}}]}]},
+            },
+            "$.state.messages[0].content[0].toolRequest.partial",
+            "expected a boolean, got a number",
+        ),
+        (
+            {
+                "snapshotId": "a",
+                "createdAt": "2026-11-29T00:00:00Z",
+                "state": {"messages": [{"role": "user", "content": [{"toolResponse": {"name": "n", "content": [3]}}]}]},
+            },
+            "$.state.messages[0].content[0].toolResponse.content[0]",
+            "expected a JSON object for a part",
         ),
         (
             {"snapshotId": "a", "createdAt": "2026-11-29T00:00:00Z", "state": {"messages": {"role": "user"}}},
@@ -601,7 +629,6 @@ def test_decoding_a_message_list_builds_exactly_what_decoding_each_message_build
 @pytest.mark.parametrize(
     "message",
     [
-        {"role": "narrator", "content": [{"text": "x"}]},
         {"role": "user", "content": {"text": "x"}},
         {"role": "user", "content": [{"text": 3}]},
         {"role": 1, "content": []},
@@ -613,3 +640,58 @@ def test_a_message_list_with_a_bad_message_fails_as_decoding_that_message_fails(
     with pytest.raises(GenkitError) as listed:
         messages_from_wire([{"role": "user", "content": [{"text": "fine"}]}, message])
     assert listed.value.message == one.value.message
+
+
+# --- roles and roots as Genkit writes them ------------------------------------------------------
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_the_four_known_roles_decode_to_the_role_enum(role: str) -> None:
+    message = from_wire(Message, {"role": role, "content": []})
+    assert message.role is Role(role)
+
+
+@pytest.mark.parametrize("role", ["narrator", "", "USER", "assistant"])
+def test_any_other_role_string_is_kept_as_it_is_and_round_trips(role: str) -> None:
+    data = {"role": role, "content": [{"text": "x"}]}
+    message = from_wire(Message, data)
+    assert message.role == role and not isinstance(message.role, Role)
+    assert to_wire(message) == data
+    assert messages_from_wire([data]) == (message,)
+    assert Message.of_text(role, "x") == message
+
+
+def test_a_root_written_with_an_empty_parent_id_has_no_parent_and_round_trips_exactly() -> None:
+    data = {"snapshotId": "a", "sessionId": "s", "parentId": "", "createdAt": "2026-11-29T00:00:00Z"}
+    snapshot = from_wire(SessionSnapshot, data)
+    assert snapshot.parent_id is None
+    assert to_wire(snapshot) == data
+    assert to_wire(from_wire(SessionSnapshot, to_wire(snapshot))) == data
+
+
+def test_an_empty_parent_id_given_in_code_means_no_parent() -> None:
+    assert SessionSnapshot(snapshot_id="a", parent_id="").parent_id is None
+    assert "parentId" not in to_wire(SessionSnapshot(snapshot_id="a", parent_id="", created_at="t"))
+
+
+def test_a_snapshot_given_a_parent_after_an_empty_parent_id_writes_the_new_parent() -> None:
+    root = from_wire(SessionSnapshot, {"snapshotId": "a", "parentId": "", "createdAt": "2026-11-29T00:00:00Z"})
+    moved = attrs.evolve(root, parent_id="p")
+    assert to_wire(moved)["parentId"] == "p"
+
+
+def test_typed_tool_fields_and_part_riders_are_fields_not_unknown_keys() -> None:
+    data = {
+        "role": "tool",
+        "content": [
+            {"toolRequest": {"name": "n", "partial": False}, "custom": {"c": 1}},
+            {"toolResponse": {"name": "n", "content": [{"media": {"url": "u"}}, {"x-future": 1}]}},
+        ],
+    }
+    message = from_wire(Message, data)
+    request, response = message.content
+    assert isinstance(request, ToolRequestPart) and request.tool_request.partial is False
+    assert request.custom == {"c": 1} and not request.extra
+    assert isinstance(response, ToolResponsePart) and response.tool_response.content is not None
+    assert [type(p) for p in response.tool_response.content] == [MediaPart, UnknownPart]
+    assert to_wire(message) == data
