@@ -39,6 +39,7 @@ CAPABILITY_METHODS: dict[str, str | None] = {
     "heartbeat": "heartbeat",
     "watch": "watch_status",
     "records": "get_session_record",
+    "sessions": "create_session",
     "tenancy": None,
 }
 """The one list of optional capabilities: each with the store method that provides it (None: probed, as

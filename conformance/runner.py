@@ -12,9 +12,11 @@ import asyncio
 import concurrent.futures
 import contextlib
 import enum
+import inspect
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, MutableMapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import attrs
@@ -29,6 +31,13 @@ from genkit_sessions.model.types import AgentInit, Message, Part, SessionSnapsho
 from genkit_sessions.model.wire import converter, from_wire, to_wire
 from genkit_sessions.resolver import SessionResolver, SessionStoreOptions
 from genkit_sessions.resolver.options import StateValidator
+from genkit_sessions.service import (
+    AsyncSessionService,
+    KeepLastStrategy,
+    MessageCountTrigger,
+    SessionService,
+)
+from genkit_sessions.stores.protocol import SessionRecord
 
 __all__ = ["CaseResult", "StoreFactory", "SuiteReport", "run_cases", "run_suite"]
 
@@ -423,6 +432,116 @@ async def _concurrent_saves(handle: StoreHandle, step: Mapping[str, Any]) -> Any
     return await handle.call("get_snapshot", snapshot_id=snapshot_id, context=context)
 
 
+def _record_json(record: SessionRecord | None) -> dict[str, Any] | None:
+    if record is None:
+        return None
+    return {
+        "id": record.id,
+        "createdAt": record.created_at,
+        "updatedAt": record.updated_at,
+        "version": record.version,
+        "leafId": record.leaf_id,
+        "expiresAt": record.expires_at,
+        "metadata": dict(record.metadata),
+    }
+
+
+async def _service(handle: StoreHandle, step: Mapping[str, Any]) -> Any:
+    """One call of the session service (SPEC section 6) on the store; the answer as plain JSON."""
+    call = step["call"]
+    args = dict(step.get("args", {}))
+    context = context_for(step.get("tenant"))
+    service: Any = AsyncSessionService(handle.store) if handle.is_async else SessionService(handle.store)
+
+    async def invoke(method: str, *positional: Any, **keywords: Any) -> Any:
+        result = getattr(service, method)(*positional, context=context, **keywords)
+        return (await result) if inspect.isawaitable(result) else result
+
+    def creation() -> dict[str, Any]:
+        found: dict[str, Any] = {"metadata": args.get("metadata"), "sliding": bool(args.get("sliding", False))}
+        if "ttlSeconds" in args:
+            found["ttl"] = timedelta(seconds=args["ttlSeconds"])
+        return found
+
+    def messages() -> list[Message]:
+        return [from_wire(Message, m) for m in args["messages"]]
+
+    if call == "sleep":
+        await asyncio.sleep(float(args["seconds"]))
+        return None
+    if call == "create":
+        return _record_json(await invoke("create", args.get("sessionId"), **creation()))
+    if call == "findOrCreate":
+        return _record_json(await invoke("find_or_create", args["sessionId"], **creation()))
+    if call == "concurrentFindOrCreate":
+        count = int(args["count"])
+        if handle.is_async:
+            found = await asyncio.gather(*(invoke("find_or_create", args["sessionId"]) for _ in range(count)))
+        else:
+            barrier = threading.Barrier(count)
+
+            def first_use() -> Any:
+                barrier.wait()
+                return service.find_or_create(args["sessionId"], context=context)
+
+            with concurrent.futures.ThreadPoolExecutor(max_workers=count) as pool:
+                found = list(pool.map(lambda _: first_use(), range(count)))
+        return {"returned": len(found), "distinct": len({(r.id, r.created_at) for r in found})}
+    if call == "findById":
+        return _record_json(await invoke("find_by_id", args["sessionId"]))
+    if call == "findByMetadata":
+        pages: list[list[str]] = []
+        token: str | None = None
+        while True:
+            page = await invoke(
+                "find_by_metadata", args["name"], args["value"], limit=args.get("limit", 100), page_token=token
+            )
+            pages.append([r.id for r in page.records])
+            token = page.next_page_token
+            if token is None:
+                return {"pages": pages, "ids": [i for p in pages for i in p]}
+    if call == "setMetadata":
+        return _record_json(await invoke("set_metadata", args["sessionId"], args["name"], args.get("value")))
+    if call == "delete":
+        return await invoke("delete", args["sessionId"])
+    if call == "deleteExpired":
+        before = datetime.now(timezone.utc) + timedelta(seconds=float(args.get("afterSeconds", 0)))
+        return await invoke("delete_expired", before)
+    if call == "version":
+        return await invoke("version", args["sessionId"])
+    if call == "append":
+        appended = await invoke("append", args["sessionId"], messages(), expected_version=args.get("expectedVersion"))
+        return {"ok": appended.ok, "version": appended.version}
+    if call in ("getMessages", "getActiveMessages"):
+        method = "get_messages" if call == "getMessages" else "get_active_messages"
+        return [m.text for m in await invoke(method, args["sessionId"])]
+    if call == "compact":
+        summary = str(args.get("summary", "summary"))
+        compacted = await invoke(
+            "compact",
+            args["sessionId"],
+            MessageCountTrigger(int(args["maxMessages"])),
+            KeepLastStrategy(int(args["keep"]), lambda _: summary),
+            max_attempts=int(args.get("maxAttempts", 3)),
+        )
+        return {
+            "changed": compacted.changed,
+            "covered": compacted.covered,
+            "kept": compacted.kept,
+            "summary": [m.text for m in compacted.summary],
+        }
+    if call == "fork":
+        snapshot_id = args.get("snapshotId")
+        if "leafOf" in args:
+            source = await invoke("find_by_id", args["leafOf"])
+            snapshot_id = source.leaf_id if source is not None else "absent-leaf"
+        forked = await invoke(
+            "fork", snapshot_id, new_session_id=args.get("newSessionId"), metadata=args.get("metadata")
+        )
+        return _record_json(forked)
+    raise ValueError(f"unknown service call {call!r}")
+
+
 async def _perform(
     case: Case, handle: StoreHandle, step: Mapping[str, Any], captures: MutableMapping[str, Any], seen: list[Any]
 ) -> Any:
@@ -449,18 +568,9 @@ async def _perform(
     if op == "concurrentSaves":
         return await _concurrent_saves(handle, step)
     if op == "record":
-        record = await handle.call("get_session_record", step["sessionId"], context=context)
-        if record is None:
-            return None
-        return {
-            "id": record.id,
-            "createdAt": record.created_at,
-            "updatedAt": record.updated_at,
-            "version": record.version,
-            "leafId": record.leaf_id,
-            "expiresAt": record.expires_at,
-            "metadata": dict(record.metadata),
-        }
+        return _record_json(await handle.call("get_session_record", step["sessionId"], context=context))
+    if op == "service":
+        return await _service(handle, step)
     if op == "tamper":
         kwargs = {"snapshot_id": step["snapshotId"]} if "snapshotId" in step else {"session_id": step["sessionId"]}
         first = await handle.call("get_snapshot", context=context, **kwargs)
@@ -479,7 +589,12 @@ async def _run_step(
     case: Case, handle: StoreHandle, step: Mapping[str, Any], captures: MutableMapping[str, Any]
 ) -> None:
     op = step["op"]
-    target = step.get("snapshotId", step.get("sessionId"))
+    if op == "service":
+        args = step.get("args", {})
+        target = args.get("sessionId", args.get("leafOf", args.get("snapshotId")))
+        op = f"service {step['call']}"
+    else:
+        target = step.get("snapshotId", step.get("sessionId"))
     what = f"step {op}" if target is None else f"step {op} {_short(target)}"
     expect = step.get("expect", {})
     seen: list[Any] = []

@@ -28,7 +28,14 @@ def test_every_rule_of_the_contract_has_a_case() -> None:
 
 def test_one_file_per_area() -> None:
     areas = {path.stem: json.loads(path.read_text(encoding="utf-8"))["area"] for path in CASES_DIR.glob("*.json")}
-    assert areas == {"resolver": "resolver", "store": "store", "wire": "wire", "ids": "ids", "records": "records"}
+    assert areas == {
+        "resolver": "resolver",
+        "store": "store",
+        "wire": "wire",
+        "ids": "ids",
+        "records": "records",
+        "service": "service",
+    }
 
 
 def test_profile_dependent_cases_are_tagged() -> None:
