@@ -23,7 +23,7 @@ absent at once, whatever DynamoDB's own TTL does later.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from genkit_sessions.dynamodb import _keys as keys
@@ -35,6 +35,7 @@ from genkit_sessions.dynamodb._items import Head, put_action
 from genkit_sessions.dynamodb._maintenance import delete_session
 from genkit_sessions.dynamodb._reads import read_head, record_of
 from genkit_sessions.errors import GenkitError, Status
+from genkit_sessions.model.clock import format_timestamp
 from genkit_sessions.model.frozen_json import FrozenDict
 from genkit_sessions.stores import session_rules as rules
 from genkit_sessions.stores.protocol import SessionPage, SessionRecord
@@ -125,11 +126,20 @@ def create_session(
             "retry",
         )
     engine.see_head(tenant, session_id, None)
-    head = yield from read_head(engine, tenant, session_id)
-    record = yield from record_of(engine, tenant, session_id, head)
-    if record is None:  # deleted (or expired) the moment it was made
-        raise rules.session_not_found(session_id)
-    return record
+    expires_at = None
+    if ttl is not None:
+        expires_at = format_timestamp(datetime.fromtimestamp(expires / 1000, tz=timezone.utc))
+    # What the write made (V8: a session without snapshots reads as version 0), without reading it back.
+    return SessionRecord(
+        id=session_id,
+        created_at=now,
+        updated_at=now,
+        version=0,
+        expires_at=expires_at,
+        metadata=metadata,
+        ttl=ttl,
+        sliding=sliding and ttl is not None,
+    )
 
 
 def set_metadata(engine: Engine, tenant: str, session_id: str, name: str, value: str | None) -> Steps[SessionRecord]:

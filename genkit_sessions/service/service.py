@@ -20,6 +20,7 @@ first message points at, so deleting the source never changes the fork.
 from __future__ import annotations
 
 import collections
+import contextlib
 import inspect
 import threading
 from collections.abc import AsyncIterator, Callable, Generator, Iterable, Mapping, Sequence
@@ -394,17 +395,28 @@ class _Rules:
         _require_completed(source)
         before = yield from self.history_before(source, context)
         record = yield from self.create(new_session_id, ttl, False, metadata, context)
-        active = list(_active(source))
-        parent: SessionSnapshot | None = None
-        version = 0
-        if before:  # the history the source compacted, written once, for the fork's own first message to name
-            archive = _child(record.id, None, before, state=source.state)
-            parent, version = yield from self._write(archive, version, context)
-            active = [*_summary(active[:1], parent.snapshot_id, len(before)), *active[1:]]
-        first = _child(record.id, parent, active, state=source.state)
-        yield from self._write(first, version, context)
-        found: SessionRecord | None = yield from _store_call("get_session_record", record.id, context=context)
-        assert found is not None
+        try:
+            active = list(_active(source))
+            parent: SessionSnapshot | None = None
+            version = 0
+            if before:  # the history the source compacted, written once, for the fork's first message to name
+                archive = _child(record.id, None, before, state=source.state)
+                parent, version = yield from self._write(archive, version, context)
+                active = [*_summary(active[:1], parent.snapshot_id, len(before)), *active[1:]]
+            first = _child(record.id, parent, active, state=source.state)
+            yield from self._write(first, version, context)
+            found: SessionRecord | None = yield from _store_call("get_session_record", record.id, context=context)
+        except GenkitError:
+            # A fork is several writes: one that failed part-way takes the new session back, so the store
+            # reads as before and the same fork can simply be run again.
+            with contextlib.suppress(GenkitError):  # the caller's error says what failed
+                yield from _store_call("delete_session", record.id, context=context)
+            self.forget(record.id, context)
+            raise
+        if found is None:
+            raise GenkitError(
+                Status.ABORTED, f"session {record.id!r} was deleted while it was being forked into; fork again"
+            )
         return found
 
 

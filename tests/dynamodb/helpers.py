@@ -134,3 +134,36 @@ def parts_left_forever(store: DynamoDBSessionStore, live: Iterable[str]) -> list
         if sk.startswith(PART_PREFIX) and sk.split("\x1f")[1] not in live and "exp" not in item:
             left.append(sk)
     return left
+
+
+def inject_fault(store: DynamoDBSessionStore, index: int, kind: str) -> list[str]:
+    """Make the DynamoDB call at ``index`` (counted from now) of the store's client fail; returns the
+    operations seen, in order. ``throttled`` and ``internal-error`` fail it before DynamoDB applies
+    anything; ``answer-lost`` lets it through and then raises a read timeout, so it was applied but the
+    caller does not know."""
+    from botocore.exceptions import ReadTimeoutError
+
+    from tests.dynamodb_backends import client_error, guard_of
+
+    guard = guard_of(store)
+    seen: list[str] = []
+    lost = [False]
+
+    def before(operation: str, params: dict[str, Any]) -> None:
+        seen.append(operation)
+        if len(seen) != index + 1:
+            return
+        if kind == "throttled":
+            raise client_error("ThrottlingException", "Rate of requests exceeds the allowed throughput.", operation)
+        if kind == "internal-error":
+            raise client_error("InternalServerError", "Internal server error", operation, http_status=500)
+        lost[0] = True
+
+    def after(operation: str, params: dict[str, Any]) -> None:
+        if lost[0]:
+            lost[0] = False
+            raise ReadTimeoutError(endpoint_url="http://127.0.0.1:1/")
+
+    guard.faults.append(before)
+    guard.after_faults.append(after)
+    return seen

@@ -28,7 +28,6 @@ from typing import Any
 
 import attrs
 import pytest
-from botocore.exceptions import ReadTimeoutError
 
 from genkit_sessions import (
     AgentInit,
@@ -43,8 +42,8 @@ from genkit_sessions import (
     Status,
 )
 from genkit_sessions.dynamodb import DynamoDBSessionStore
-from tests.dynamodb.helpers import cold, left_behind, noise, parts_left_forever, save_new, state_of
-from tests.dynamodb_backends import client_error, guard_of
+from tests.dynamodb.helpers import cold, inject_fault, left_behind, noise, parts_left_forever, save_new, state_of
+from tests.dynamodb_backends import guard_of
 
 StoreFactory = Any
 WRITES = {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"}
@@ -353,32 +352,6 @@ def _reference(make: StoreFactory, backend: str, path: Path) -> _Reference:
 # --- the sweep ------------------------------------------------------------------------------------
 
 
-def _inject(store: DynamoDBSessionStore, point: Point) -> list[str]:
-    """Make the call at ``point.index`` (counted from now) fail; returns the operations seen, in order."""
-    guard = guard_of(store)
-    seen: list[str] = []
-    lost = [False]
-
-    def before(operation: str, params: dict[str, Any]) -> None:
-        seen.append(operation)
-        if len(seen) != point.index + 1:
-            return
-        if point.kind == "throttled":
-            raise client_error("ThrottlingException", "Rate of requests exceeds the allowed throughput.", operation)
-        if point.kind == "internal-error":
-            raise client_error("InternalServerError", "Internal server error", operation, http_status=500)
-        lost[0] = True
-
-    def after(operation: str, params: dict[str, Any]) -> None:
-        if lost[0]:
-            lost[0] = False
-            raise ReadTimeoutError(endpoint_url="http://127.0.0.1:1/")
-
-    guard.faults.append(before)
-    guard.after_faults.append(after)
-    return seen
-
-
 @pytest.mark.parametrize("point", POINTS, ids=[p.id for p in POINTS])
 def test_a_fault_at_any_call_of_a_write_reads_as_before_or_after_and_a_rerun_finishes(
     make_dynamo: StoreFactory, request: pytest.FixtureRequest, point: Point
@@ -389,7 +362,7 @@ def test_a_fault_at_any_call_of_a_write_reads_as_before_or_after_and_a_rerun_fin
     store = _fresh(make_dynamo, path)
     try:
         operation = path.operation(cold(store, **path.options))
-        seen = _inject(store, point)
+        seen = inject_fault(store, point.index, point.kind)
         failed = True
         try:
             operation.run()
