@@ -22,6 +22,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import inspect
+import os
 import threading
 from collections.abc import AsyncIterator, Callable, Generator, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -195,14 +196,6 @@ class _Rules:
             f"session {session_id!r} was created and deleted again three times while find_or_create ran; retry",
         )
 
-    def find_by_metadata(
-        self, name: str, value: str, limit: int, page_token: str | None, context: Context
-    ) -> Steps[SessionPage]:
-        page: SessionPage = yield from _store_call(
-            "find_sessions", name, value, limit=limit, page_token=page_token, context=context
-        )
-        return page
-
     def delete(self, session_id: str, context: Context) -> Steps[bool]:
         validate_id(session_id, "session_id", Reason.INVALID_SESSION_ID)
         record = yield from _store_call("get_session_record", session_id, context=context)
@@ -221,7 +214,10 @@ class _Rules:
         record: SessionRecord | None = yield from _store_call("get_session_record", session_id, context=context)
         if record is None or record.leaf_id is None:
             return (record.version if record is not None else 0), None
-        leaf: SessionSnapshot | None = yield from _store_call("get_snapshot", session_id=session_id, context=context)
+        # By id: the record already named it (on DynamoDB this spares a second read of the head).
+        leaf: SessionSnapshot | None = yield from _store_call(
+            "get_snapshot", snapshot_id=record.leaf_id, context=context
+        )
         return record.version, leaf
 
     def append(
@@ -499,8 +495,8 @@ def _with_event_ids(messages: Sequence[Message]) -> list[tuple[Message, bool]]:
         event_id = metadata.get(EVENT_ID)
         minted = event_id is None
         if minted:
-            event_id = mint_id()
-            message = attrs.evolve(message, metadata=FrozenDict({**thaw(metadata), EVENT_ID: event_id}))
+            event_id = os.urandom(16).hex()
+            message = _replace_metadata(message, FrozenDict({**metadata, EVENT_ID: event_id}))
         elif not isinstance(event_id, str) or not event_id:
             raise GenkitError(
                 Status.INVALID_ARGUMENT,
@@ -518,6 +514,18 @@ def _with_event_ids(messages: Sequence[Message]) -> list[tuple[Message, bool]]:
     if not batch:
         raise GenkitError(Status.INVALID_ARGUMENT, "append needs at least one message", reason=Reason.INVALID_INPUT)
     return batch
+
+
+_MESSAGE_FIELDS = tuple(field.name for field in attrs.fields(Message))
+
+
+def _replace_metadata(message: Message, metadata: FrozenDict) -> Message:
+    """``message`` with other metadata, already frozen: a copy without re-running the converters of a
+    message that was checked when it was made (this is on every append's path)."""
+    copy = object.__new__(Message)
+    for name in _MESSAGE_FIELDS:
+        object.__setattr__(copy, name, metadata if name == "metadata" else getattr(message, name))
+    return copy
 
 
 def _marker(active: Sequence[Message]) -> tuple[str, int] | None:
@@ -538,7 +546,7 @@ def _summary(summary: Sequence[Message], source_id: str, covered: int) -> tuple[
     marked: list[Message] = []
     for index, message in enumerate(summary):
         metadata = thaw(_metadata(message))
-        metadata.setdefault(EVENT_ID, mint_id())
+        metadata.setdefault(EVENT_ID, os.urandom(16).hex())
         if index == 0:
             metadata[COMPACTION] = {"snapshotId": source_id, "covered": covered}
         marked.append(attrs.evolve(message, metadata=metadata))
@@ -636,7 +644,7 @@ class SessionService:
         self, name: str, value: str, *, limit: int = 100, page_token: str | None = None, context: Context = None
     ) -> SessionPage:
         """V4: live sessions whose metadata holds ``value`` under the indexed key ``name``, oldest first."""
-        return self._run(self._rules.find_by_metadata(name, value, limit, page_token, context))
+        return self.store.find_sessions(name, value, limit=limit, page_token=page_token, context=context)
 
     def iter_by_metadata(self, name: str, value: str, *, context: Context = None) -> Iterable[SessionRecord]:
         """Every page of :meth:`find_by_metadata`, one record at a time."""
@@ -773,7 +781,7 @@ class AsyncSessionService:
         self, name: str, value: str, *, limit: int = 100, page_token: str | None = None, context: Context = None
     ) -> SessionPage:
         """See :meth:`SessionService.find_by_metadata`."""
-        return await self._run(self._rules.find_by_metadata(name, value, limit, page_token, context))
+        return await self.store.find_sessions(name, value, limit=limit, page_token=page_token, context=context)
 
     async def iter_by_metadata(self, name: str, value: str, *, context: Context = None) -> AsyncIterator[SessionRecord]:
         """See :meth:`SessionService.iter_by_metadata`."""
