@@ -519,8 +519,8 @@ class _Overtaken:
 
     def get_snapshot(self, **kwargs: Any) -> Any:
         found = self.store.get_snapshot(**kwargs)
-        if kwargs.get("session_id"):
-            self.other.append(kwargs["session_id"], [user("overtaking")])
+        if found is not None and found.session_id is not None:
+            self.other.append(found.session_id, [user("overtaking")])
         return found
 
     def get_session_record(self, *args: Any, **kwargs: Any) -> Any:
