@@ -30,3 +30,15 @@ def test_readme_turn_example_resumes_a_session_and_refuses_a_typo() -> None:
     assert parent.parent_id == first["snapshotId"]
     with pytest.raises(GenkitError, match="sessionID"):
         run_turn({"sessionID": "chat-1"}, "typo")
+
+
+def test_readme_session_service_example_runs_and_keeps_the_full_history() -> None:
+    text = README.read_text(encoding="utf-8")
+    start = text.index("```python\nfrom datetime import timedelta") + len("```python\n")
+    namespace: dict[str, Any] = {}
+    exec(compile(text[start : text.index("```", start)], str(README), "exec"), namespace)
+    assert len(namespace["active"]) == 11 and namespace["active"][0].text == "(summary of 50 messages)"
+    assert len(namespace["everything"]) == 61
+    assert [r.id for r in namespace["page"].records] == [namespace["record"].id]
+    service = namespace["service"]
+    assert [m.text for m in service.get_messages(namespace["fork"].id)] == [m.text for m in namespace["everything"]]

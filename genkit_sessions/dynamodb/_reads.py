@@ -182,6 +182,21 @@ def read_leaf(engine: Engine, tenant: str, session_id: str) -> Steps[SessionSnap
     """A session's leaf: GetItem of the head, then one BatchGetItem of the leaf's item and the blobs of
     the head's read hint."""
     head = yield from read_head(engine, tenant, session_id)
+    return (yield from _leaf_of(engine, tenant, session_id, head))
+
+
+def session_and_leaf(
+    engine: Engine, tenant: str, session_id: str
+) -> Steps[tuple[SessionRecord | None, SessionSnapshot | None]]:
+    """A session's record and its leaf in the two calls of a leaf read (the head is the record)."""
+    head = yield from read_head(engine, tenant, session_id)
+    record = yield from record_of(engine, tenant, session_id, head)
+    if record is None or record.leaf_id is None:
+        return record, None
+    return record, (yield from _leaf_of(engine, tenant, session_id, head))
+
+
+def _leaf_of(engine: Engine, tenant: str, session_id: str, head: Head) -> Steps[SessionSnapshot | None]:
     item = head.item
     if item is None or not head.live(engine.now_ms()):
         return None

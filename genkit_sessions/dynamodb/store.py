@@ -245,6 +245,15 @@ class DynamoDBSessionStore:
         """Yield the current status, then every change, ending after a terminal status (on :attr:`aio`)."""
         return self.aio.watch_status(snapshot_id, context=context)
 
+    def get_session_leaf(
+        self, session_id: str, *, context: Context = None
+    ) -> tuple[SessionRecord | None, SessionSnapshot | None]:
+        """The session's record and its leaf, in the two calls of a leaf read (GetItem, BatchGetItem)."""
+        found: tuple[SessionRecord | None, SessionSnapshot | None] = self._run(
+            _leaf_steps(self._engine, session_id, context)
+        )
+        return found
+
     def create_session(
         self,
         session_id: str,
@@ -449,6 +458,15 @@ class AsyncDynamoDBSessionStore:
         """See :attr:`DynamoDBSessionStore.indexed_metadata`."""
         return self._engine.settings.indexed
 
+    async def get_session_leaf(
+        self, session_id: str, *, context: Context = None
+    ) -> tuple[SessionRecord | None, SessionSnapshot | None]:
+        """See :meth:`DynamoDBSessionStore.get_session_leaf`."""
+        found: tuple[SessionRecord | None, SessionSnapshot | None] = await self._run(
+            _leaf_steps(self._engine, session_id, context)
+        )
+        return found
+
     async def create_session(
         self,
         session_id: str,
@@ -552,6 +570,13 @@ def _save_steps(
     tenant = tenant_key(engine.settings.tenant_of, effective_context(context, options))
     expected = options.expected_version if options is not None else None
     return _commit.save(engine, tenant, snapshot_id, mutator, expected)
+
+
+def _leaf_steps(
+    engine: Engine, session_id: str, context: Context
+) -> Steps[tuple[SessionRecord | None, SessionSnapshot | None]]:
+    validate_id(session_id, "session_id", Reason.INVALID_SESSION_ID)
+    return _reads.session_and_leaf(engine, tenant_key(engine.settings.tenant_of, context), session_id)
 
 
 def _create_steps(

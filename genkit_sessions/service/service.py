@@ -210,15 +210,12 @@ class _Rules:
     # --- appends
 
     def _current(self, session_id: str, context: Context) -> Steps[tuple[int, SessionSnapshot | None]]:
-        """The session's version and its leaf, read from the store."""
-        record: SessionRecord | None = yield from _store_call("get_session_record", session_id, context=context)
-        if record is None or record.leaf_id is None:
-            return (record.version if record is not None else 0), None
-        # By id: the record already named it (on DynamoDB this spares a second read of the head).
-        leaf: SessionSnapshot | None = yield from _store_call(
-            "get_snapshot", snapshot_id=record.leaf_id, context=context
+        """The session's version and its leaf, read together from the store."""
+        found: tuple[SessionRecord | None, SessionSnapshot | None] = yield from _store_call(
+            "get_session_leaf", session_id, context=context
         )
-        return record.version, leaf
+        record, leaf = found
+        return (record.version if record is not None else 0), leaf
 
     def append(
         self, session_id: str, messages: Sequence[Message], expected: int | None, context: Context

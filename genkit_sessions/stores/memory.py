@@ -357,6 +357,18 @@ class InMemorySessionStore:
             session = self._live(tenant, session_id)
             return None if session is None else self._record(tenant, session_id, session)
 
+    def get_session_leaf(
+        self, session_id: str, *, context: Context = None
+    ) -> tuple[SessionRecord | None, SessionSnapshot | None]:
+        """The session's record and its leaf, read together."""
+        validate_id(session_id, "session_id", Reason.INVALID_SESSION_ID)
+        with self._lock:
+            tenant = self._tenant(context)
+            session = self._live(tenant, session_id)
+            if session is None:
+                return None, None
+            return self._record(tenant, session_id, session), tenant.leaves.get(session_id)
+
     @staticmethod
     def _record(tenant: _Tenant, session_id: str, session: _Session) -> SessionRecord:
         leaf = tenant.leaves.get(session_id)
@@ -531,6 +543,12 @@ class AsyncInMemorySessionStore:
     async def get_session_record(self, session_id: str, *, context: Context = None) -> SessionRecord | None:
         """See :meth:`InMemorySessionStore.get_session_record`."""
         return self.sync.get_session_record(session_id, context=context)
+
+    async def get_session_leaf(
+        self, session_id: str, *, context: Context = None
+    ) -> tuple[SessionRecord | None, SessionSnapshot | None]:
+        """See :meth:`InMemorySessionStore.get_session_leaf`."""
+        return self.sync.get_session_leaf(session_id, context=context)
 
     async def create_session(
         self,

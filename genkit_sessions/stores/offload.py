@@ -76,6 +76,15 @@ class OffloadedAsyncStore:
         found: frozenset[str] = self.sync.indexed_metadata
         return found
 
+    async def get_session_leaf(
+        self, session_id: str, *, context: Context = None
+    ) -> tuple[SessionRecord | None, SessionSnapshot | None]:
+        """The wrapped store's ``get_session_leaf``, on the executor."""
+        found: tuple[SessionRecord | None, SessionSnapshot | None] = await self._run(
+            self.sync.get_session_leaf, session_id, context=context
+        )
+        return found
+
     async def create_session(
         self,
         session_id: str,

@@ -298,6 +298,12 @@ class SupportsSessions(SupportsRecords, Protocol):
         """See :meth:`SessionStore.save_snapshot`; ``options`` adds preconditions."""
         ...
 
+    def get_session_leaf(
+        self, session_id: str, *, context: Context = None
+    ) -> tuple[SessionRecord | None, SessionSnapshot | None]:
+        """The session's record and its leaf, read together (the leaf is None without snapshots)."""
+        ...
+
     def create_session(
         self,
         session_id: str,
@@ -345,6 +351,12 @@ class SupportsAsyncSessions(SupportsAsyncRecords, Protocol):
         self, snapshot_id: str, mutator: Mutator, *, context: Context = None, options: CallOptions | None = None
     ) -> SessionSnapshot | None:
         """See :meth:`SupportsSessions.save_snapshot`."""
+        ...
+
+    async def get_session_leaf(
+        self, session_id: str, *, context: Context = None
+    ) -> tuple[SessionRecord | None, SessionSnapshot | None]:
+        """The session's record and its leaf, read together (the leaf is None without snapshots)."""
         ...
 
     async def create_session(

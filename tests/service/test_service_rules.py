@@ -526,6 +526,11 @@ class _Overtaken:
     def get_session_record(self, *args: Any, **kwargs: Any) -> Any:
         return self.store.get_session_record(*args, **kwargs)
 
+    def get_session_leaf(self, session_id: str, **kwargs: Any) -> Any:
+        found = self.store.get_session_leaf(session_id, **kwargs)
+        self.other.append(session_id, [user("overtaking")])
+        return found
+
     def save_snapshot(self, *args: Any, **kwargs: Any) -> Any:
         return self.store.save_snapshot(*args, **kwargs)
 
