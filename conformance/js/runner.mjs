@@ -54,17 +54,16 @@ const CODEC_SCHEMAS = {
   Message: MessageSchema,
   Part: PartSchema,
 };
-/** Why a capability's cases cannot run against Genkit JS (shown as the skip reason). */
+/** Why Genkit JS lacks a capability (shown in the skip reason). */
 const MISSING_WHY = {
-  restore: 'store lacks restore (no verbatim import call)',
-  list: "store lacks list (Genkit JS's SessionStore has no way to list a session's snapshots)",
-  delete: "store lacks delete (Genkit JS's SessionStore has no way to delete a session)",
-  abort: 'store lacks abort',
-  heartbeat: 'store lacks heartbeat (Genkit JS refreshes heartbeatAt only inside a detached turn, every 30 s)',
-  watch: 'store lacks watch (no onSnapshotStateChange)',
-  records: 'store lacks records (Genkit JS has no session records, SPEC section 6)',
-  sessions: 'store lacks sessions (Genkit JS has no session service, SPEC section 6)',
-  tenancy: 'store lacks tenancy (the request context does not isolate data)',
+  restore: 'no verbatim import call',
+  list: "Genkit JS's SessionStore cannot list a session's snapshots",
+  delete: "Genkit JS's SessionStore cannot delete a session",
+  heartbeat: 'Genkit JS refreshes heartbeatAt only inside a detached turn, every 30 s',
+  watch: 'no onSnapshotStateChange',
+  records: 'Genkit JS has no session records, SPEC section 6',
+  sessions: 'Genkit JS has no session service, SPEC section 6',
+  tenancy: 'the request context does not isolate data',
 };
 
 // --- cases ------------------------------------------------------------------------------------------------
@@ -124,7 +123,7 @@ const describeError = (e) => `${e?.constructor?.name ?? typeof e} (${oneLine(mes
 const json = (v) => (v === undefined ? null : JSON.parse(JSON.stringify(v)));
 
 function short(value) {
-  const text = typeof value === 'string' ? `'${value}'` : show(value);
+  const text = JSON.stringify(value) ?? String(value);
   return text.length <= 40 ? text : `${text.slice(0, 30)}...(${String(value).length} chars)`;
 }
 
@@ -631,7 +630,9 @@ async function runSteps(c, handle, capabilities) {
 function skipReason(c, profile, capabilities) {
   if (c.profile !== null && c.profile !== profile) return `profile ${c.profile} only`;
   const missing = c.requires.filter((cap) => !capabilities[cap]).sort();
-  if (missing.length) return missing.map((cap) => MISSING_WHY[cap] ?? `store lacks ${cap}`).join('; ');
+  if (missing.length) {
+    return `store lacks ${missing.map((cap) => (MISSING_WHY[cap] ? `${cap} (${MISSING_WHY[cap]})` : cap)).join(', ')}`;
+  }
   return null;
 }
 
@@ -699,13 +700,13 @@ function parseArgs(argv) {
       console.log(
         'usage: node conformance/js/runner.mjs [--store NAME|MODULE[:EXPORT]]... [--profile walk-back|reject]\n' +
           '       [--area AREA]... [--case ID]... [--claim CAPABILITY]... [--json FILE] [--markdown FILE]\n' +
-          `built-in stores: ${Object.keys(BUILT_IN).join(', ')} (default: memory, file)`
+          `built-in stores: ${Object.keys(BUILT_IN).join(', ')} (default: all of them)`
       );
       process.exit(0);
     } else throw new Error(`unknown argument ${arg}`);
   }
   if (!['walk-back', 'reject'].includes(opts.profile)) throw new Error(`unknown profile ${opts.profile}`);
-  if (!opts.stores.length) opts.stores = ['memory', 'file'];
+  if (!opts.stores.length) opts.stores = Object.keys(BUILT_IN);
   return opts;
 }
 

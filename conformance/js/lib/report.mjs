@@ -142,7 +142,17 @@ export function toJson(report) {
   };
 }
 
-const cell = (text) => text.replace(TIMESTAMP, '<time>').replaceAll('|', '\\|').replaceAll('\n', ' ');
+const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
+const TEMP_DIR = /\S*genkit-js-conformance-[^/\s]+\/store-[^/\s]+/g;
+/** A message as a table cell; timestamps, minted ids and temporary directories are masked, so the text only
+ * changes when an outcome does. */
+const cell = (text) =>
+  text
+    .replace(TIMESTAMP, '<time>')
+    .replace(UUID, '<uuid>')
+    .replace(TEMP_DIR, '<dir>')
+    .replaceAll('|', '\\|')
+    .replaceAll('\n', ' ');
 
 /** One store's results as markdown: the per-area and per-rule tables, then every case with why. */
 export function renderMarkdownSection(report) {
