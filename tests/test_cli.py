@@ -38,7 +38,18 @@ def test_demo_walks_every_path_and_ends_with_the_tree() -> None:
         SnapshotStatus.COMPLETED,
     ]
     assert tree[2].parent_id == tree[3].parent_id == tree[1].snapshot_id
-    assert text.rstrip().endswith("<- leaf")
+    assert "<- leaf" in text.split("The session service")[0]
+
+
+def test_demo_ends_with_a_service_session_created_looked_up_refused_compacted_and_forked() -> None:
+    out = io.StringIO()
+    run_demo(InMemorySessionStore(), out)
+    service_part = out.getvalue().split("The session service")[1]
+    assert "for principal ana (version 0" in service_part
+    assert "ok=False; the session is at version 4, unchanged" in service_part
+    assert "covered 6 messages, kept 2" in service_part
+    assert "full history (9)" in service_part and "(3):" in service_part
+    assert service_part.rstrip().endswith("the fork still has 9")
 
 
 def test_console_command_runs_the_demo() -> None:

@@ -3,7 +3,9 @@
 It shows what the resolver decides at the start of each turn (fresh, resumed by
 session id, resumed by snapshot id, hydrated from client state), a failed turn
 and the FAILED_PRECONDITION that follows it, a fork, one example of each misuse
-error, and ends with the session's snapshot tree.
+error, the session's snapshot tree, and then the session service: a session
+created for a principal, looked up, a stale append refused, a compaction with
+its full and active histories, and a fork.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from genkit_sessions.model.types import AgentInit, Message, SessionSnapshot, Ses
 from genkit_sessions.resolver.options import ResumePolicy, SessionStoreOptions
 from genkit_sessions.resolver.resolver import Resolution, SessionResolver
 from genkit_sessions.resolver.session import Session
+from genkit_sessions.service import KeepLastStrategy, MessageCountTrigger, SessionService
 from genkit_sessions.stores.memory import InMemorySessionStore
-from genkit_sessions.stores.protocol import SessionStore, SupportsList
+from genkit_sessions.stores.protocol import SessionStore, SupportsList, SupportsSessions
 
 __all__ = ["register", "render_tree", "run_demo"]
 
@@ -178,7 +181,56 @@ def run_demo(store: SessionStore, out: TextIO, *, store_name: str = "memory") ->
     tree = list(store.list_snapshots(session.id)) if isinstance(store, SupportsList) else [s1, s2, s3, s4]
     for line in render_tree(tree, leaf_id=leaf.snapshot_id if leaf else None):
         print(f"   {line}", file=out)
+    if isinstance(store, SupportsSessions):
+        _service_demo(store, say)
     return tree
+
+
+def _texts(messages: Sequence[Message]) -> str:
+    return " | ".join(m.text if len(m.text) <= 24 else m.text[:21] + "..." for m in messages)
+
+
+def _service_demo(store: SupportsSessions, say: _Narrator) -> None:
+    """Sessions as records: create with a principal, look up, a refused stale append, compaction, a fork."""
+    service = SessionService(store)
+    say.heading("The session service: a session as a record, with a principal")
+    record = service.create(metadata={"principal": "ana"})
+    say.say(f"created session {record.id[:8]} for principal ana (version {record.version}, no snapshots yet)")
+    for question, answer in [
+        ("Where to eat?", "Try Taberna da Rua das Flores."),
+        ("And dessert?", "Pasteis de Belem."),
+        ("A viewpoint?", "Miradouro da Senhora do Monte."),
+        ("Fado tonight?", "A Tasca do Chico, from 21:00."),
+    ]:
+        last = service.append(record.id, [Message.of_text("user", question), Message.of_text("model", answer)])
+    found = service.find_by_metadata("principal", "ana")
+    say.say(f"ana's sessions: {[r.id[:8] for r in found.records]} (a lookup by principal, oldest first)")
+
+    say.heading("An append on a stale version writes nothing (compare-and-set)")
+    behind = last.version - 1
+    stale = service.append(record.id, [Message.of_text("user", "late")], expected_version=behind)
+    say.say(f"append expecting version {behind}: ok={stale.ok}; the session is at version {stale.version}, unchanged")
+
+    say.heading("Compaction: the model sees a summary; the full history keeps everything")
+    compacted = service.compact(
+        record.id,
+        MessageCountTrigger(6),
+        KeepLastStrategy(2, lambda covered: f"Ana asked {len(covered) // 2} questions about Lisbon food and views."),
+    )
+    say.say(f"covered {compacted.covered} messages, kept {compacted.kept}")
+    say.say(
+        f"active view ({len(service.get_active_messages(record.id))}): {_texts(service.get_active_messages(record.id))}"
+    )
+    everything = service.get_messages(record.id)
+    say.say(f"full history ({len(everything)}): {_texts(everything)}")
+
+    say.heading("A fork: a new session from the compacted one, with its full history")
+    current = service.find_by_id(record.id)
+    assert current is not None and current.leaf_id is not None
+    fork = service.fork(current.leaf_id, metadata={"principal": "ana"})
+    say.say(f"forked into session {fork.id[:8]}: {len(service.get_messages(fork.id))} messages in its full history")
+    service.delete(record.id)
+    say.say(f"after deleting the source, the fork still has {len(service.get_messages(fork.id))}")
 
 
 def render_tree(snapshots: Sequence[SessionSnapshot], *, leaf_id: str | None = None) -> list[str]:
