@@ -53,7 +53,9 @@ from genkit_sessions.resolver import (
 )
 from genkit_sessions.service import (
     AppendResult,
+    AsyncChatMemoryStore,
     AsyncSessionService,
+    ChatMemoryStore,
     Compaction,
     CompactionResult,
     CompactionStrategy,
@@ -71,7 +73,7 @@ from genkit_sessions.stores import (
     SessionRecord,
     SessionStore,
 )
-from genkit_sessions.stores.protocol import CallOptions, SessionPage
+from genkit_sessions.stores.protocol import CallOptions, HistoryWindow, SessionPage
 
 __version__ = "0.1.0"
 
@@ -80,10 +82,12 @@ __all__ = [
     "AgentInit",
     "AppendResult",
     "Artifact",
+    "AsyncChatMemoryStore",
     "AsyncInMemorySessionStore",
     "AsyncSessionService",
     "AsyncSessionStore",
     "CallOptions",
+    "ChatMemoryStore",
     "Compaction",
     "CompactionResult",
     "CompactionStrategy",
@@ -94,6 +98,7 @@ __all__ = [
     "FinishReason",
     "FrozenDict",
     "GenkitError",
+    "HistoryWindow",
     "InMemorySessionStore",
     "KeepLastStrategy",
     "Media",

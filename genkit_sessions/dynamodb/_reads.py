@@ -65,13 +65,43 @@ def decode_item(engine: Engine, item: dict[str, Any], snapshot_id: str) -> tuple
 
 def part_keys(tenant: str, session_id: str, recipe: Recipe) -> list[dict[str, Any]]:
     """The items a recipe reads: part items, and the snapshot items that hold inline blobs."""
-    wanted: list[dict[str, Any]] = []
-    for name, count in recipe.refs:
-        if count == 0:
-            wanted.append(keys.snapshot_key(tenant, keys.blob_owner(name)))
-        else:
-            wanted += [keys.blob_part_key(tenant, session_id, name, part) for part in range(count)]
-    return wanted
+    return [key for ref in recipe.refs for key in ref_keys(tenant, session_id, ref)]
+
+
+def payload_of(
+    engine: Engine, tenant: str, session_id: str, snapshot_id: str, ref: tuple[str, int], found: Found
+) -> Any:
+    """One blob's payload, from the items fetched (its parts, or the snapshot item it is packed in)."""
+    name, count = ref
+    chunks: list[bytes] = []
+    if count == 0:
+        row = _at(found, keys.snapshot_key(tenant, keys.blob_owner(name)))
+        tag, inline = None, None
+        if row is not None and "rec" in row:
+            try:
+                _, tag, inline = unpack_record(bytes(row["rec"]["B"]))
+            except CorruptData as exc:
+                raise engine.data_loss(snapshot_id, str(exc)) from None
+        if inline is None or tag != keys.blob_tag(name):
+            raise engine.data_loss(snapshot_id, f"inline blob {name!r} is missing")
+        chunks.append(inline)
+    for part in range(count):
+        part_item = _at(found, keys.blob_part_key(tenant, session_id, name, part))
+        if part_item is None or "d" not in part_item:
+            raise engine.data_loss(snapshot_id, f"blob part {part} of {count} is missing")
+        chunks.append(bytes(part_item["d"]["B"]))
+    try:
+        return decompress(join_parts(chunks))
+    except CorruptData as exc:
+        raise engine.data_loss(snapshot_id, str(exc)) from None
+
+
+def ref_keys(tenant: str, session_id: str, ref: tuple[str, int]) -> list[dict[str, Any]]:
+    """The items one blob reference reads."""
+    name, count = ref
+    if count == 0:
+        return [keys.snapshot_key(tenant, keys.blob_owner(name))]
+    return [keys.blob_part_key(tenant, session_id, name, part) for part in range(count)]
 
 
 def rebuild(
@@ -89,29 +119,7 @@ def rebuild(
     found = dict(prefetched)
     if missing:
         found.update((yield from batch_get(engine.table, missing)))
-    payloads: list[Any] = []
-    for name, count in recipe.refs:
-        chunks: list[bytes] = []
-        if count == 0:
-            row = _at(found, keys.snapshot_key(tenant, keys.blob_owner(name)))
-            tag, inline = None, None
-            if row is not None and "rec" in row:
-                try:
-                    _, tag, inline = unpack_record(bytes(row["rec"]["B"]))
-                except CorruptData as exc:
-                    raise engine.data_loss(snapshot_id, str(exc)) from None
-            if inline is None or tag != keys.blob_tag(name):
-                raise engine.data_loss(snapshot_id, f"inline blob {name!r} is missing")
-            chunks.append(inline)
-        for part in range(count):
-            part_item = _at(found, keys.blob_part_key(tenant, session_id, name, part))
-            if part_item is None or "d" not in part_item:
-                raise engine.data_loss(snapshot_id, f"blob part {part} of {count} is missing")
-            chunks.append(bytes(part_item["d"]["B"]))
-        try:
-            payloads.append(decompress(join_parts(chunks)))
-        except CorruptData as exc:
-            raise engine.data_loss(snapshot_id, str(exc)) from None
+    payloads = [payload_of(engine, tenant, session_id, snapshot_id, ref, found) for ref in recipe.refs]
     names = [name for name, _ in recipe.refs]
 
     def decode(index: int, wire: Any) -> tuple[Message, ...]:

@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from genkit_sessions.dynamodb import _commit, _maintenance, _reads, _records
+from genkit_sessions.dynamodb import _commit, _history, _maintenance, _reads, _records
 from genkit_sessions.dynamodb._calls import Steps, run_async, run_sync
 from genkit_sessions.dynamodb._engine import Engine, Settings
 from genkit_sessions.dynamodb._errors import BACKEND_ERRORS, map_error
@@ -30,12 +30,15 @@ from genkit_sessions.dynamodb._items import item_size
 from genkit_sessions.errors import GenkitError, Reason, Status
 from genkit_sessions.model.clock import Clock, utc_now
 from genkit_sessions.model.ids import validate_id
-from genkit_sessions.model.types import SessionSnapshot, SnapshotStatus
+from genkit_sessions.model.types import Message, SessionSnapshot, SnapshotStatus
 from genkit_sessions.stores import session_rules as rules
+from genkit_sessions.stores.history_rules import check_bounds
 from genkit_sessions.stores.offload import OffloadedAsyncStore, watch_by_polling
 from genkit_sessions.stores.protocol import (
     CallOptions,
     Context,
+    HistoryPlan,
+    HistoryWindow,
     Mutator,
     SessionPage,
     SessionRecord,
@@ -244,6 +247,33 @@ class DynamoDBSessionStore:
     def watch_status(self, snapshot_id: str, *, context: Context = None) -> AsyncIterator[SnapshotStatus]:
         """Yield the current status, then every change, ending after a terminal status (on :attr:`aio`)."""
         return self.aio.watch_status(snapshot_id, context=context)
+
+    def read_window(
+        self,
+        session_id: str,
+        *,
+        max_messages: int | None = None,
+        max_bytes: int | None = None,
+        context: Context = None,
+    ) -> HistoryWindow:
+        """H2: the leaf's newest active messages within the bounds: GetItem of the head, then one BatchGetItem
+        of the leaf and just the blobs that hold them."""
+        found: HistoryWindow = self._run(_window_steps(self._engine, session_id, max_messages, max_bytes, context))
+        return found
+
+    def history_plan(
+        self, *, snapshot_id: str | None = None, session_id: str | None = None, context: Context = None
+    ) -> HistoryPlan | None:
+        """The stored blocks of a snapshot's (or a session leaf's) active messages, one per blob."""
+        found: HistoryPlan | None = self._run(_plan_steps(self._engine, snapshot_id, session_id, context))
+        return found
+
+    def history_blocks(
+        self, plan: HistoryPlan, start: int, stop: int, *, context: Context = None
+    ) -> tuple[Message, ...]:
+        """The messages of blocks ``start`` to ``stop`` of ``plan``: one BatchGetItem of their blobs."""
+        found: tuple[Message, ...] = self._run(_history.blocks(self._engine, plan, start, stop))
+        return found
 
     def get_session_leaf(
         self, session_id: str, *, context: Context = None
@@ -458,6 +488,34 @@ class AsyncDynamoDBSessionStore:
         """See :attr:`DynamoDBSessionStore.indexed_metadata`."""
         return self._engine.settings.indexed
 
+    async def read_window(
+        self,
+        session_id: str,
+        *,
+        max_messages: int | None = None,
+        max_bytes: int | None = None,
+        context: Context = None,
+    ) -> HistoryWindow:
+        """See :meth:`DynamoDBSessionStore.read_window`."""
+        found: HistoryWindow = await self._run(
+            _window_steps(self._engine, session_id, max_messages, max_bytes, context)
+        )
+        return found
+
+    async def history_plan(
+        self, *, snapshot_id: str | None = None, session_id: str | None = None, context: Context = None
+    ) -> HistoryPlan | None:
+        """See :meth:`DynamoDBSessionStore.history_plan`."""
+        found: HistoryPlan | None = await self._run(_plan_steps(self._engine, snapshot_id, session_id, context))
+        return found
+
+    async def history_blocks(
+        self, plan: HistoryPlan, start: int, stop: int, *, context: Context = None
+    ) -> tuple[Message, ...]:
+        """See :meth:`DynamoDBSessionStore.history_blocks`."""
+        found: tuple[Message, ...] = await self._run(_history.blocks(self._engine, plan, start, stop))
+        return found
+
     async def get_session_leaf(
         self, session_id: str, *, context: Context = None
     ) -> tuple[SessionRecord | None, SessionSnapshot | None]:
@@ -570,6 +628,22 @@ def _save_steps(
     tenant = tenant_key(engine.settings.tenant_of, effective_context(context, options))
     expected = options.expected_version if options is not None else None
     return _commit.save(engine, tenant, snapshot_id, mutator, expected)
+
+
+def _window_steps(
+    engine: Engine, session_id: str, max_messages: int | None, max_bytes: int | None, context: Context
+) -> Steps[HistoryWindow]:
+    validate_id(session_id, "session_id", Reason.INVALID_SESSION_ID)
+    check_bounds(max_messages, max_bytes)
+    tenant = tenant_key(engine.settings.tenant_of, context)
+    return _history.window(engine, tenant, session_id, max_messages, max_bytes)
+
+
+def _plan_steps(
+    engine: Engine, snapshot_id: str | None, session_id: str | None, context: Context
+) -> Steps[HistoryPlan | None]:
+    require_one_selector(snapshot_id, session_id)
+    return _history.plan(engine, tenant_key(engine.settings.tenant_of, context), snapshot_id, session_id)
 
 
 def _leaf_steps(

@@ -1,5 +1,6 @@
 """Sessions as records (SPEC section 6): the session service, its async twin, and compaction."""
 
+from genkit_sessions.service.chat_memory import AsyncChatMemoryStore, ChatMemoryStore
 from genkit_sessions.service.compaction import (
     Compaction,
     CompactionStrategy,
@@ -14,6 +15,8 @@ from genkit_sessions.service.compaction import (
 from genkit_sessions.service.service import AppendResult, AsyncSessionService, CompactionResult, SessionService
 
 __all__ = [
+    "AsyncChatMemoryStore",
+    "ChatMemoryStore",
     "AppendResult",
     "AsyncSessionService",
     "Compaction",

@@ -24,7 +24,7 @@ import contextlib
 import inspect
 import os
 import threading
-from collections.abc import AsyncIterator, Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
@@ -34,7 +34,7 @@ from genkit_sessions.errors import GenkitError, Reason, Status
 from genkit_sessions.model.clock import Clock, utc_now
 from genkit_sessions.model.frozen_json import FrozenDict, thaw
 from genkit_sessions.model.ids import mint_id, validate_id
-from genkit_sessions.model.types import Message, SessionSnapshot, SessionState, SnapshotStatus
+from genkit_sessions.model.types import Message, Role, SessionSnapshot, SessionState, SnapshotStatus
 from genkit_sessions.service.compaction import (
     Compaction,
     CompactionStrategy,
@@ -44,6 +44,8 @@ from genkit_sessions.service.compaction import (
 from genkit_sessions.stores.protocol import (
     CallOptions,
     Context,
+    HistoryPlan,
+    HistoryWindow,
     SessionPage,
     SessionRecord,
     SupportsAsyncSessions,
@@ -101,7 +103,14 @@ class _Compute:
     args: tuple[Any, ...] = ()
 
 
-_Step = _Call | _Compute
+@attrs.frozen
+class _Emit:
+    """A chunk of a history stream, handed to the caller of ``iter_history``."""
+
+    messages: tuple[Message, ...]
+
+
+_Step = _Call | _Compute | _Emit
 Steps = Generator[_Step, Any, T]
 
 
@@ -317,6 +326,151 @@ class _Rules:
             return _active(leaf)
         before = yield from self.history_before(leaf, context)
         return (*before, *_active(leaf))
+
+    # --- history (SPEC section 7)
+
+    def add_interaction(
+        self,
+        session_id: str,
+        user_message: Message | None,
+        messages: Sequence[Message],
+        expected: int | None,
+        context: Context,
+    ) -> Steps[AppendResult]:
+        if user_message is not None and (not isinstance(user_message, Message) or user_message.role is not Role.USER):
+            shown = user_message.role if isinstance(user_message, Message) else type(user_message).__name__
+            raise GenkitError(
+                Status.INVALID_ARGUMENT,
+                f"user_message must be a Message with role 'user', got {shown}; pass the other turns' messages "
+                "in messages, or user_message=None for a partial interaction",
+                reason=Reason.INVALID_INPUT,
+            )
+        if isinstance(messages, (str, bytes, Message)) or not isinstance(messages, Iterable):
+            raise GenkitError(
+                Status.INVALID_ARGUMENT,
+                f"messages must be a list of Message, got {type(messages).__name__}",
+                reason=Reason.INVALID_INPUT,
+            )
+        batch = [*([user_message] if user_message is not None else []), *messages]
+        return (yield from self.append(session_id, batch, expected, context))
+
+    def stream(
+        self, session_id: str | None, snapshot_id: str | None, chunk: int, full: bool, context: Context
+    ) -> Steps[None]:
+        """H3: emit the active (or full) history of one snapshot, oldest first, ``chunk`` messages at a time,
+        holding one stored block at a time."""
+        if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
+            raise GenkitError(
+                Status.INVALID_ARGUMENT,
+                f"chunk_messages must be a positive int, got {chunk!r}",
+                reason=Reason.INVALID_INPUT,
+            )
+        plan: HistoryPlan | None = yield from _store_call(
+            "history_plan", snapshot_id=snapshot_id, session_id=session_id, context=context
+        )
+        if plan is None:
+            return
+        segments: list[tuple[HistoryPlan, int | None]] = [(plan, None)]
+        if full:  # the compactions' markers name what came before each active view, newest first
+            current, seen = plan, {plan.snapshot_id}
+            while True:
+                first = yield from self._first_message(current, context)
+                marker = _marker(first)
+                if marker is None or marker[0] in seen:
+                    break
+                seen.add(marker[0])
+                source: HistoryPlan | None = yield from _store_call(
+                    "history_plan", snapshot_id=marker[0], context=context
+                )
+                if source is None or source.session_id != plan.session_id:
+                    break
+                segments.insert(0, (source, marker[1]))
+                current = source
+        buffer: list[Message] = []
+        for segment, limit in segments:
+            emitted = 0
+            for index in range(len(segment.blocks)):
+                if limit is not None and emitted >= limit:
+                    break
+                block: tuple[Message, ...] = yield from _store_call(
+                    "history_blocks", segment, index, index + 1, context=context
+                )
+                if limit is not None:
+                    block = block[: limit - emitted]
+                emitted += len(block)
+                buffer.extend(block)
+                while len(buffer) >= chunk:
+                    yield _Emit(tuple(buffer[:chunk]))
+                    del buffer[:chunk]
+        if buffer:
+            yield _Emit(tuple(buffer))
+
+    def _first_message(self, plan: HistoryPlan, context: Context) -> Steps[tuple[Message, ...]]:
+        for index, count in enumerate(plan.blocks):
+            if count:
+                block: tuple[Message, ...] = yield from _store_call(
+                    "history_blocks", plan, index, index + 1, context=context
+                )
+                return block[:1]
+        return ()
+
+    def get_history(
+        self, session_id: str, max_messages: int | None, max_bytes: int | None, context: Context
+    ) -> Steps[tuple[tuple[Message, ...], bool]]:
+        """H4: the complete active history, and whether the bounded read fell back to the stream."""
+        window: HistoryWindow = yield from _store_call(
+            "read_window", session_id, max_messages=max_messages, max_bytes=max_bytes, context=context
+        )
+        if not window.truncated:
+            return window.messages, False
+        collected: list[Message] = []
+        steps = self.stream(session_id, None, 500, False, context)
+        answer: Any = None
+        failure: BaseException | None = None
+        while True:
+            try:
+                step = steps.throw(failure) if failure is not None else steps.send(answer)
+            except StopIteration:
+                return tuple(collected), True
+            answer, failure = None, None
+            if isinstance(step, _Emit):
+                collected.extend(step.messages)
+                continue
+            try:
+                answer = yield step
+            except BaseException as exc:  # the stream's own rules decide what to do with it
+                failure = exc
+
+    def replace_messages(self, session_id: str, messages: Sequence[Message], context: Context) -> Steps[None]:
+        """M2: a new leaf holding exactly ``messages``, in one version-checked write (retried on a race)."""
+        validate_id(session_id, "memory_id", Reason.INVALID_SESSION_ID)
+        if isinstance(messages, (str, bytes, Message)) or not isinstance(messages, Iterable):
+            raise GenkitError(
+                Status.INVALID_ARGUMENT,
+                f"messages must be a list of Message, got {type(messages).__name__}",
+                reason=Reason.INVALID_INPUT,
+            )
+        batch = list(messages)
+        for message in batch:
+            if not isinstance(message, Message):
+                raise GenkitError(
+                    Status.INVALID_ARGUMENT,
+                    f"messages must hold Message objects, got {type(message).__name__}",
+                    reason=Reason.INVALID_INPUT,
+                )
+        for _ in range(self.max_append_attempts):
+            version, leaf = yield from self._current(session_id, context)
+            try:
+                yield from self._write(_child(session_id, leaf, batch), version, context)
+            except GenkitError as error:
+                if error.reason != Reason.VERSION_CONFLICT.value:
+                    raise
+                continue
+            return
+        raise GenkitError(
+            Status.ABORTED,
+            f"memory {session_id!r}: {self.max_append_attempts} updates in a row lost to concurrent writers; retry",
+        )
 
     # --- compaction
 
@@ -583,29 +737,46 @@ class SessionService:
         self.store = store
         self._clock = clock
         self._rules = _Rules(store.indexed_metadata, clock, max_append_attempts)
+        self.history_fallbacks = 0
+        """How many :meth:`get_history` calls needed the stream because the bounded read was truncated."""
+
+    def _perform(self, step: _Call | _Compute) -> Any:
+        if isinstance(step, _Call):
+            return getattr(self.store, step.method)(*step.args, **step.kwargs)
+        answer = step.fn(*step.args)
+        if inspect.isawaitable(answer):
+            if inspect.iscoroutine(answer):
+                answer.close()
+            raise GenkitError(
+                Status.INVALID_ARGUMENT,
+                "a compaction trigger or strategy returned an awaitable on the blocking SessionService; "
+                "use AsyncSessionService, or pass a plain function",
+            )
+        return answer
 
     def _run(self, steps: Steps[T]) -> T:
+        holder: list[Any] = []
+        for _ in self._drive(steps, holder):
+            raise AssertionError("only a history stream emits chunks")  # pragma: no cover
+        return holder[0]  # type: ignore[no-any-return]
+
+    def _drive(self, steps: Steps[Any], holder: list[Any]) -> Iterator[tuple[Message, ...]]:
+        """Perform the store calls the rules ask for and hand out the chunks they emit; the rules' result
+        goes into ``holder``."""
         answer: Any = None
         failure: BaseException | None = None
         while True:
             try:
                 step = steps.throw(failure) if failure is not None else steps.send(answer)
             except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
+                holder.append(done.value)
+                return
             answer, failure = None, None
+            if isinstance(step, _Emit):
+                yield step.messages
+                continue
             try:
-                if isinstance(step, _Call):
-                    answer = getattr(self.store, step.method)(*step.args, **step.kwargs)
-                else:
-                    answer = step.fn(*step.args)
-                    if inspect.isawaitable(answer):
-                        if inspect.iscoroutine(answer):
-                            answer.close()
-                        raise GenkitError(
-                            Status.INVALID_ARGUMENT,
-                            "a compaction trigger or strategy returned an awaitable on the blocking SessionService; "
-                            "use AsyncSessionService, or pass a plain function",
-                        )
+                answer = self._perform(step)
             except BaseException as exc:  # handed back to the rules, which re-raise what they do not handle
                 failure = exc
 
@@ -713,6 +884,64 @@ class SessionService:
         """V13: a new session starting from that snapshot's state, with the source's full history."""
         return self._run(self._rules.fork(snapshot_id, new_session_id, metadata, ttl, context))
 
+    # --- history (SPEC section 7)
+
+    def add_interaction(
+        self,
+        session_id: str,
+        user_message: Message | None,
+        messages: Sequence[Message] = (),
+        *,
+        expected_version: int | None = None,
+        context: Context = None,
+    ) -> AppendResult:
+        """H1: the user message (any parts) and then the other messages, as one completed snapshot;
+        ``user_message=None`` is a partial interaction (tool responses completing the last model message)."""
+        return self._run(self._rules.add_interaction(session_id, user_message, messages, expected_version, context))
+
+    def read_window(
+        self,
+        session_id: str,
+        *,
+        max_messages: int | None = None,
+        max_bytes: int | None = None,
+        context: Context = None,
+    ) -> HistoryWindow:
+        """H2: the newest active messages within the bounds, oldest first, and whether older ones were left out."""
+        return self.store.read_window(session_id, max_messages=max_messages, max_bytes=max_bytes, context=context)  # type: ignore[attr-defined,no-any-return]
+
+    def iter_history(
+        self,
+        session_id: str | None = None,
+        *,
+        snapshot_id: str | None = None,
+        chunk_messages: int = 100,
+        full: bool = False,
+        context: Context = None,
+    ) -> Iterator[tuple[Message, ...]]:
+        """H3: the complete active history (``full=True``: the full one) of a session's leaf or of one
+        snapshot, oldest first, in chunks; one stored block in memory at a time, one version throughout."""
+        yield from self._drive(self._rules.stream(session_id, snapshot_id, chunk_messages, full, context), [])
+
+    def replace_messages(self, session_id: str, messages: Sequence[Message], *, context: Context = None) -> None:
+        """M2: a new leaf that holds exactly ``messages``, in one version-checked write (a race is retried)."""
+        self._run(self._rules.replace_messages(session_id, messages, context))
+
+    def get_history(
+        self,
+        session_id: str,
+        *,
+        max_messages: int | None = 1000,
+        max_bytes: int | None = 4_000_000,
+        context: Context = None,
+    ) -> tuple[Message, ...]:
+        """H4: always the complete active history: one bounded read, and the stream when that was truncated
+        (counted in :attr:`history_fallbacks`)."""
+        messages, fell_back = self._run(self._rules.get_history(session_id, max_messages, max_bytes, context))
+        if fell_back:
+            self.history_fallbacks += 1
+        return messages
+
 
 class AsyncSessionService:
     """The async twin of :class:`SessionService`, over an async store with the record protocol
@@ -726,23 +955,37 @@ class AsyncSessionService:
         self.store = store
         self._clock = clock
         self._rules = _Rules(store.indexed_metadata, clock, max_append_attempts)
+        self.history_fallbacks = 0
+        """How many :meth:`get_history` calls needed the stream because the bounded read was truncated."""
+
+    async def _perform(self, step: _Call | _Compute) -> Any:
+        if isinstance(step, _Call):
+            return await getattr(self.store, step.method)(*step.args, **step.kwargs)
+        answer = step.fn(*step.args)
+        return (await answer) if inspect.isawaitable(answer) else answer
 
     async def _run(self, steps: Steps[T]) -> T:
+        holder: list[Any] = []
+        async for _ in self._drive(steps, holder):
+            raise AssertionError("only a history stream emits chunks")  # pragma: no cover
+        return holder[0]  # type: ignore[no-any-return]
+
+    async def _drive(self, steps: Steps[Any], holder: list[Any]) -> AsyncIterator[tuple[Message, ...]]:
+        """See :meth:`SessionService._drive`; the result goes into ``holder``."""
         answer: Any = None
         failure: BaseException | None = None
         while True:
             try:
                 step = steps.throw(failure) if failure is not None else steps.send(answer)
             except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
+                holder.append(done.value)
+                return
             answer, failure = None, None
+            if isinstance(step, _Emit):
+                yield step.messages
+                continue
             try:
-                if isinstance(step, _Call):
-                    answer = await getattr(self.store, step.method)(*step.args, **step.kwargs)
-                else:
-                    answer = step.fn(*step.args)
-                    if inspect.isawaitable(answer):
-                        answer = await answer
+                answer = await self._perform(step)
             except BaseException as exc:  # handed back to the rules, which re-raise what they do not handle
                 failure = exc
 
@@ -851,3 +1094,64 @@ class AsyncSessionService:
     ) -> SessionRecord:
         """See :meth:`SessionService.fork`."""
         return await self._run(self._rules.fork(snapshot_id, new_session_id, metadata, ttl, context))
+
+    # --- history (SPEC section 7)
+
+    async def add_interaction(
+        self,
+        session_id: str,
+        user_message: Message | None,
+        messages: Sequence[Message] = (),
+        *,
+        expected_version: int | None = None,
+        context: Context = None,
+    ) -> AppendResult:
+        """See :meth:`SessionService.add_interaction`."""
+        return await self._run(
+            self._rules.add_interaction(session_id, user_message, messages, expected_version, context)
+        )
+
+    async def read_window(
+        self,
+        session_id: str,
+        *,
+        max_messages: int | None = None,
+        max_bytes: int | None = None,
+        context: Context = None,
+    ) -> HistoryWindow:
+        """See :meth:`SessionService.read_window`."""
+        window: HistoryWindow = await self.store.read_window(  # type: ignore[attr-defined]
+            session_id, max_messages=max_messages, max_bytes=max_bytes, context=context
+        )
+        return window
+
+    async def iter_history(
+        self,
+        session_id: str | None = None,
+        *,
+        snapshot_id: str | None = None,
+        chunk_messages: int = 100,
+        full: bool = False,
+        context: Context = None,
+    ) -> AsyncIterator[tuple[Message, ...]]:
+        """See :meth:`SessionService.iter_history`."""
+        async for chunk in self._drive(self._rules.stream(session_id, snapshot_id, chunk_messages, full, context), []):
+            yield chunk
+
+    async def replace_messages(self, session_id: str, messages: Sequence[Message], *, context: Context = None) -> None:
+        """See :meth:`SessionService.replace_messages`."""
+        await self._run(self._rules.replace_messages(session_id, messages, context))
+
+    async def get_history(
+        self,
+        session_id: str,
+        *,
+        max_messages: int | None = 1000,
+        max_bytes: int | None = 4_000_000,
+        context: Context = None,
+    ) -> tuple[Message, ...]:
+        """See :meth:`SessionService.get_history`."""
+        messages, fell_back = await self._run(self._rules.get_history(session_id, max_messages, max_bytes, context))
+        if fell_back:
+            self.history_fallbacks += 1
+        return messages

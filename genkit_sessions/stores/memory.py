@@ -23,11 +23,14 @@ from genkit_sessions.errors import GenkitError, Reason, Status
 from genkit_sessions.model.clock import Clock, MonotonicStamper, format_timestamp, utc_now
 from genkit_sessions.model.frozen_json import FrozenDict
 from genkit_sessions.model.ids import validate_id
-from genkit_sessions.model.types import SessionSnapshot, SnapshotStatus
+from genkit_sessions.model.types import Message, SessionSnapshot, SnapshotStatus
 from genkit_sessions.stores import session_rules as rules
+from genkit_sessions.stores.history_rules import check_bounds, window_of
 from genkit_sessions.stores.protocol import (
     CallOptions,
     Context,
+    HistoryPlan,
+    HistoryWindow,
     Mutator,
     SessionPage,
     SessionRecord,
@@ -384,6 +387,39 @@ class InMemorySessionStore:
             sliding=session.sliding,
         )
 
+    # --- history (SPEC section 7) ----------------------------------------------------------
+
+    def read_window(
+        self,
+        session_id: str,
+        *,
+        max_messages: int | None = None,
+        max_bytes: int | None = None,
+        context: Context = None,
+    ) -> HistoryWindow:
+        """H2: the leaf's newest active messages within the bounds (a dictionary probe and a slice)."""
+        check_bounds(max_messages, max_bytes)
+        leaf = self.get_snapshot(session_id=session_id, context=context)
+        messages = leaf.state.messages if leaf is not None and leaf.state is not None else None
+        return window_of(messages or (), max_messages, max_bytes)
+
+    def history_plan(
+        self, *, snapshot_id: str | None = None, session_id: str | None = None, context: Context = None
+    ) -> HistoryPlan | None:
+        """One block: the snapshot's own immutable message tuple."""
+        snapshot = self.get_snapshot(snapshot_id=snapshot_id, session_id=session_id, context=context)
+        if snapshot is None:
+            return None
+        messages = snapshot.state.messages if snapshot.state is not None else None
+        return HistoryPlan(snapshot.snapshot_id, snapshot.session_id, (len(messages),) if messages else (), messages)
+
+    def history_blocks(
+        self, plan: HistoryPlan, start: int, stop: int, *, context: Context = None
+    ) -> tuple[Message, ...]:
+        """The plan's messages when block 0 is asked for."""
+        messages: tuple[Message, ...] = plan.handle or ()
+        return messages if start <= 0 < stop else ()
+
     # --- sessions as records (SPEC section 6) ---------------------------------------------
 
     def create_session(
@@ -549,6 +585,29 @@ class AsyncInMemorySessionStore:
     ) -> tuple[SessionRecord | None, SessionSnapshot | None]:
         """See :meth:`InMemorySessionStore.get_session_leaf`."""
         return self.sync.get_session_leaf(session_id, context=context)
+
+    async def read_window(
+        self,
+        session_id: str,
+        *,
+        max_messages: int | None = None,
+        max_bytes: int | None = None,
+        context: Context = None,
+    ) -> HistoryWindow:
+        """See :meth:`InMemorySessionStore.read_window`."""
+        return self.sync.read_window(session_id, max_messages=max_messages, max_bytes=max_bytes, context=context)
+
+    async def history_plan(
+        self, *, snapshot_id: str | None = None, session_id: str | None = None, context: Context = None
+    ) -> HistoryPlan | None:
+        """See :meth:`InMemorySessionStore.history_plan`."""
+        return self.sync.history_plan(snapshot_id=snapshot_id, session_id=session_id, context=context)
+
+    async def history_blocks(
+        self, plan: HistoryPlan, start: int, stop: int, *, context: Context = None
+    ) -> tuple[Message, ...]:
+        """See :meth:`InMemorySessionStore.history_blocks`."""
+        return self.sync.history_blocks(plan, start, stop, context=context)
 
     async def create_session(
         self,

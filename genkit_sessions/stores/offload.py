@@ -22,8 +22,16 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from genkit_sessions.errors import GenkitError, Reason, Status
-from genkit_sessions.model.types import SessionSnapshot, SnapshotStatus
-from genkit_sessions.stores.protocol import CallOptions, Context, Mutator, SessionPage, SessionRecord
+from genkit_sessions.model.types import Message, SessionSnapshot, SnapshotStatus
+from genkit_sessions.stores.protocol import (
+    CallOptions,
+    Context,
+    HistoryPlan,
+    HistoryWindow,
+    Mutator,
+    SessionPage,
+    SessionRecord,
+)
 
 __all__ = ["OffloadedAsyncStore", "watch_by_polling"]
 
@@ -74,6 +82,36 @@ class OffloadedAsyncStore:
     def indexed_metadata(self) -> frozenset[str]:
         """The wrapped store's ``indexed_metadata``."""
         found: frozenset[str] = self.sync.indexed_metadata
+        return found
+
+    async def read_window(
+        self,
+        session_id: str,
+        *,
+        max_messages: int | None = None,
+        max_bytes: int | None = None,
+        context: Context = None,
+    ) -> HistoryWindow:
+        """The wrapped store's ``read_window``, on the executor."""
+        found: HistoryWindow = await self._run(
+            self.sync.read_window, session_id, max_messages=max_messages, max_bytes=max_bytes, context=context
+        )
+        return found
+
+    async def history_plan(
+        self, *, snapshot_id: str | None = None, session_id: str | None = None, context: Context = None
+    ) -> HistoryPlan | None:
+        """The wrapped store's ``history_plan``, on the executor."""
+        found: HistoryPlan | None = await self._run(
+            self.sync.history_plan, snapshot_id=snapshot_id, session_id=session_id, context=context
+        )
+        return found
+
+    async def history_blocks(
+        self, plan: HistoryPlan, start: int, stop: int, *, context: Context = None
+    ) -> tuple[Message, ...]:
+        """The wrapped store's ``history_blocks``, on the executor."""
+        found: tuple[Message, ...] = await self._run(self.sync.history_blocks, plan, start, stop, context=context)
         return found
 
     async def get_session_leaf(

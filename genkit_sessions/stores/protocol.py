@@ -16,9 +16,13 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 
 from genkit_sessions.model.frozen_json import FrozenDict
-from genkit_sessions.model.types import SessionSnapshot, SnapshotStatus
+from genkit_sessions.model.types import Message, SessionSnapshot, SnapshotStatus
 
 __all__ = [
+    "HistoryPlan",
+    "HistoryWindow",
+    "SupportsAsyncHistory",
+    "SupportsHistory",
     "AsyncSessionStore",
     "CallOptions",
     "SessionPage",
@@ -397,3 +401,87 @@ def effective_context(context: Context, options: CallOptions | None) -> Context:
     if options is not None and options.context is not None:
         return options.context
     return context
+
+
+@attrs.frozen
+class HistoryWindow:
+    """H2: the newest active messages that fit a bound, oldest first, and whether older ones were left out."""
+
+    messages: tuple[Message, ...]
+    truncated: bool
+
+
+@attrs.frozen
+class HistoryPlan:
+    """How a store hands out one snapshot's active messages in stored blocks, oldest first (H3).
+
+    ``blocks`` holds each block's message count. ``handle`` is the store's own (an immutable
+    reference to what it stores), so every block comes from the one snapshot the plan was made for:
+    a save landing while a stream reads never mixes versions.
+    """
+
+    snapshot_id: str
+    session_id: str | None
+    blocks: tuple[int, ...]
+    handle: Any = attrs.field(eq=False, repr=False, default=None)
+
+    @property
+    def total(self) -> int:
+        """How many active messages the snapshot holds."""
+        return sum(self.blocks)
+
+
+@runtime_checkable
+class SupportsHistory(Protocol):
+    """Bounded and streamed reads of a session's messages (SPEC section 7); both our stores offer them."""
+
+    def read_window(
+        self,
+        session_id: str,
+        *,
+        max_messages: int | None = None,
+        max_bytes: int | None = None,
+        context: Context = None,
+    ) -> HistoryWindow:
+        """H2: the leaf's newest active messages within the bounds, in one bounded read."""
+        ...
+
+    def history_plan(
+        self, *, snapshot_id: str | None = None, session_id: str | None = None, context: Context = None
+    ) -> HistoryPlan | None:
+        """The blocks of a snapshot's (or a session leaf's) active messages; None when it is absent."""
+        ...
+
+    def history_blocks(
+        self, plan: HistoryPlan, start: int, stop: int, *, context: Context = None
+    ) -> tuple[Message, ...]:
+        """The messages of blocks ``start`` to ``stop`` (exclusive) of ``plan``, oldest first."""
+        ...
+
+
+@runtime_checkable
+class SupportsAsyncHistory(Protocol):
+    """Async :class:`SupportsHistory`."""
+
+    async def read_window(
+        self,
+        session_id: str,
+        *,
+        max_messages: int | None = None,
+        max_bytes: int | None = None,
+        context: Context = None,
+    ) -> HistoryWindow:
+        """See :meth:`SupportsHistory.read_window`."""
+        ...
+
+    async def history_plan(
+        self, *, snapshot_id: str | None = None, session_id: str | None = None, context: Context = None
+    ) -> HistoryPlan | None:
+        """See :meth:`SupportsHistory.history_plan`."""
+        ...
+
+    async def history_blocks(
+        self, plan: HistoryPlan, start: int, stop: int, *, context: Context = None
+    ) -> tuple[Message, ...]:
+        """See :meth:`SupportsHistory.history_blocks`."""
+        ...

@@ -1,0 +1,179 @@
+"""Bounded and streamed reads of a session's messages (SPEC section 7), straight from the stored blobs.
+
+A snapshot's state is a recipe of immutable blobs (``_codec``): the first holds
+the messages up to its end, each later one the messages appended since the
+previous. So the active messages come in **blocks**, one per blob, oldest
+first, and block ``i`` covers messages ``ends[i - 1]`` to ``ends[i]``:
+
+- a **window** (H2) reads the head (its read hint names the leaf's recipe),
+  then, in one BatchGetItem, the leaf's item and just the blobs that cover the
+  newest messages asked for: two calls, at most the window plus one page;
+- a **stream** (H3) reads the snapshot's recipe once, then one blob at a time,
+  decoding each alone; blobs never change, so a save landing meanwhile never
+  mixes versions, and memory holds one block at a time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from genkit_sessions.dynamodb import _keys as keys
+from genkit_sessions.dynamodb._calls import Steps, batch_get, get_item
+from genkit_sessions.dynamodb._codec import CorruptData, Recipe, decompress
+from genkit_sessions.dynamodb._engine import Engine
+from genkit_sessions.dynamodb._items import Head
+from genkit_sessions.dynamodb._reads import Found, decode_item, payload_of, read_head, ref_keys
+from genkit_sessions.errors import GenkitError
+from genkit_sessions.model.types import Message
+from genkit_sessions.model.wire import messages_from_wire
+from genkit_sessions.stores.history_rules import message_bytes, window_of
+from genkit_sessions.stores.protocol import HistoryPlan, HistoryWindow
+
+__all__ = ["blocks", "plan", "window"]
+
+
+@attrs.frozen
+class _Handle:
+    """What a plan needs to fetch its blocks: where the blobs live, and what is already at hand."""
+
+    tenant: str
+    session_id: str
+    snapshot_id: str
+    recipe: Recipe
+    item: dict[str, Any] = attrs.field(eq=False)
+    cached: tuple[Message, ...] | None = attrs.field(default=None, eq=False)
+
+
+def _counts(recipe: Recipe) -> tuple[int, ...]:
+    counts, previous = [], 0
+    for index, end in enumerate(recipe.ends):
+        counts.append(end - (previous if index else 0))
+        previous = end
+    return tuple(counts)
+
+
+def _plan_of(engine: Engine, tenant: str, item: dict[str, Any], snapshot_id: str) -> HistoryPlan:
+    envelope, recipe = decode_item(engine, item, snapshot_id)
+    session_id = envelope.session_id or ""
+    hit, state = engine.recall(tenant, snapshot_id, recipe)
+    cached = (state.messages or ()) if hit and state is not None else (() if hit else None)
+    handle = _Handle(tenant, session_id, snapshot_id, recipe, item, cached)
+    return HistoryPlan(snapshot_id, envelope.session_id, _counts(recipe), handle)
+
+
+def plan(engine: Engine, tenant: str, snapshot_id: str | None, session_id: str | None) -> Steps[HistoryPlan | None]:
+    """The blocks of a snapshot's (or a session leaf's) active messages: two GetItems, no blob read."""
+    if session_id is not None:
+        head = yield from read_head(engine, tenant, session_id)
+        if head.item is None or not head.live(engine.now_ms()) or "leaf" not in head.item:
+            return None
+        snapshot_id = head.item["leaf"]["S"]
+        item = yield from get_item(engine.table, keys.snapshot_key(tenant, snapshot_id))
+        return None if item is None else _plan_of(engine, tenant, item, snapshot_id)
+    assert snapshot_id is not None
+    item = yield from get_item(engine.table, keys.snapshot_key(tenant, snapshot_id))
+    if item is None:
+        return None
+    found = _plan_of(engine, tenant, item, snapshot_id)
+    head = yield from read_head(engine, tenant, found.handle.session_id)
+    return found if head.live(engine.now_ms()) else None
+
+
+def _messages(engine: Engine, handle: _Handle, refs: range, found: Found) -> tuple[Message, ...]:
+    out: list[Message] = []
+    for index in refs:
+        payload = payload_of(
+            engine, handle.tenant, handle.session_id, handle.snapshot_id, handle.recipe.refs[index], found
+        )
+        if not isinstance(payload, dict):
+            raise engine.data_loss(handle.snapshot_id, "blob payload is not an object")
+        if "n" in payload:
+            continue
+        wire = payload.get("m", payload.get("a"))
+        if not isinstance(wire, list):
+            raise engine.data_loss(handle.snapshot_id, "a message list is not an array")
+        try:
+            out.extend(messages_from_wire(wire))
+        except GenkitError as exc:
+            raise engine.data_loss(handle.snapshot_id, exc.message) from None
+    return tuple(out)
+
+
+def _fetch(engine: Engine, handle: _Handle, refs: range) -> Steps[Found]:
+    own = (handle.item["pk"]["S"], handle.item["sk"]["S"])
+    wanted = [k for i in refs for k in ref_keys(handle.tenant, handle.session_id, handle.recipe.refs[i])]
+    missing = [k for k in wanted if (k["pk"]["S"], k["sk"]["S"]) != own]
+    found: Found = {own: handle.item}
+    if missing:
+        found.update((yield from batch_get(engine.table, missing)))
+    return found
+
+
+def blocks(engine: Engine, plan: HistoryPlan, start: int, stop: int) -> Steps[tuple[Message, ...]]:
+    """The messages of blocks ``start`` to ``stop`` of a plan: one BatchGetItem of just their blobs."""
+    handle: _Handle = plan.handle
+    start, stop = max(0, start), min(stop, len(plan.blocks))
+    if start >= stop:
+        return ()
+    if handle.cached is not None:
+        first = sum(plan.blocks[:start])
+        return handle.cached[first : first + sum(plan.blocks[start:stop])]
+    found = yield from _fetch(engine, handle, range(start, stop))
+    return _messages(engine, handle, range(start, stop), found)
+
+
+def _first_block(counts: tuple[int, ...], levels: tuple[int, ...], max_messages: int | None) -> int:
+    """The first block a window needs: enough blocks from the end for ``max_messages``, or, with a byte
+    bound only, the newest page and what follows it."""
+    if max_messages is not None:
+        covered, index = 0, len(counts)
+        while index > 0 and covered < max_messages:
+            index -= 1
+            covered += counts[index]
+        return index
+    pages = [i for i, level in enumerate(levels) if level > 0]
+    return pages[-1] if pages else 0
+
+
+def window(
+    engine: Engine, tenant: str, session_id: str, max_messages: int | None, max_bytes: int | None
+) -> Steps[HistoryWindow]:
+    """H2: GetItem of the head, then one BatchGetItem of the leaf's item and the blobs of the newest
+    messages (a third call only when the head's read hint is stale, or a byte bound needs older pages)."""
+    head: Head = yield from read_head(engine, tenant, session_id)
+    item = head.item
+    if item is None or not head.live(engine.now_ms()) or "leaf" not in item:
+        return HistoryWindow((), False)
+    leaf = item["leaf"]["S"]
+    hint: Recipe | None = None
+    if "rc" in item:
+        try:
+            hint = Recipe.from_json(decompress(item["rc"]["B"]))
+        except CorruptData:
+            hint = None
+    leaf_key = keys.snapshot_key(tenant, leaf)
+    wanted = [leaf_key]
+    first = 0
+    if hint is not None and not engine.recall(tenant, leaf, hint)[0]:
+        first = _first_block(_counts(hint), hint.levels, max_messages)
+        wanted += [k for i in range(first, len(hint.refs)) for k in ref_keys(tenant, session_id, hint.refs[i])]
+    found = yield from batch_get(engine.table, wanted)
+    leaf_item = found.get((leaf_key["pk"]["S"], leaf_key["sk"]["S"]))
+    if leaf_item is None:
+        return HistoryWindow((), False)
+    history = _plan_of(engine, tenant, leaf_item, leaf)
+    handle: _Handle = history.handle
+    if handle.cached is not None:
+        return window_of(handle.cached, max_messages, max_bytes)
+    if hint is None or handle.recipe != hint:  # a stale hint: the leaf's own recipe decides
+        first = _first_block(history.blocks, handle.recipe.levels, max_messages)
+        found.update((yield from _fetch(engine, handle, range(first, len(history.blocks)))))
+    messages = _messages(engine, handle, range(first, len(history.blocks)), found)
+    if max_bytes is not None and max_messages is None:
+        while first > 0 and sum(map(message_bytes, messages)) < max_bytes:  # a byte bound wants older pages
+            first -= 1
+            older = yield from blocks(engine, history, first, first + 1)
+            messages = older + messages
+    return window_of(messages, max_messages, max_bytes, older_left_out=first > 0)
