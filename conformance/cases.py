@@ -40,6 +40,7 @@ CAPABILITY_METHODS: dict[str, str | None] = {
     "watch": "watch_status",
     "records": "get_session_record",
     "sessions": "create_session",
+    "history": "read_window",
     "tenancy": None,
 }
 """The one list of optional capabilities: each with the store method that provides it (None: probed, as
@@ -49,7 +50,7 @@ CAPABILITIES = tuple(CAPABILITY_METHODS)
 ACTIONS = ("resolve", "steps", "codec")
 LEVELS = ("must", "should")
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_RULE = re.compile(r"^(R([1-9]|1[0-7])|S([1-9]|1[0-2])|V([1-9]|1[0-3])|ID|WIRE|MODEL)$")
+_RULE = re.compile(r"^(R([1-9]|1[0-7])|S([1-9]|1[0-2])|V([1-9]|1[0-3])|H[1-4]|M[1-4]|ID|WIRE|MODEL)$")
 
 
 class CaseFormatError(ValueError):

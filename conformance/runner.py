@@ -32,7 +32,9 @@ from genkit_sessions.model.wire import converter, from_wire, to_wire
 from genkit_sessions.resolver import SessionResolver, SessionStoreOptions
 from genkit_sessions.resolver.options import StateValidator
 from genkit_sessions.service import (
+    AsyncChatMemoryStore,
     AsyncSessionService,
+    ChatMemoryStore,
     KeepLastStrategy,
     MessageCountTrigger,
     SessionService,
@@ -530,6 +532,40 @@ async def _service(handle: StoreHandle, step: Mapping[str, Any]) -> Any:
             "kept": compacted.kept,
             "summary": [m.text for m in compacted.summary],
         }
+    if call == "addInteraction":
+        first = args.get("userMessage")
+        added = await invoke(
+            "add_interaction",
+            args["sessionId"],
+            None if first is None else from_wire(Message, first),
+            messages(),
+            expected_version=args.get("expectedVersion"),
+        )
+        return {"ok": added.ok, "version": added.version}
+    if call == "readWindow":
+        window = await invoke(
+            "read_window", args["sessionId"], max_messages=args.get("maxMessages"), max_bytes=args.get("maxBytes")
+        )
+        return {"texts": [m.text for m in window.messages], "truncated": window.truncated}
+    if call == "iterHistory":
+        stream = service.iter_history(
+            args.get("sessionId"),
+            snapshot_id=args.get("snapshotId"),
+            chunk_messages=int(args.get("chunkMessages", 100)),
+            full=bool(args.get("full", False)),
+            context=context,
+        )
+        chunks = [c async for c in stream] if handle.is_async else list(stream)
+        return {"chunks": [len(c) for c in chunks], "texts": [m.text for c in chunks for m in c]}
+    if call == "getHistory":
+        return [m.text for m in await invoke("get_history", args["sessionId"], max_messages=args.get("maxMessages"))]
+    if call in ("memoryGet", "memoryUpdate", "memoryDelete"):
+        memory: Any = AsyncChatMemoryStore(handle.store) if handle.is_async else ChatMemoryStore(handle.store)
+        method = {"memoryGet": "get_messages", "memoryUpdate": "update_messages", "memoryDelete": "delete_messages"}
+        extra = (messages(),) if call == "memoryUpdate" else ()
+        result = getattr(memory, method[call])(args["memoryId"], *extra, context=context)
+        result = (await result) if inspect.isawaitable(result) else result
+        return [m.text for m in result] if call == "memoryGet" else None
     if call == "fork":
         snapshot_id = args.get("snapshotId")
         if "leafOf" in args:

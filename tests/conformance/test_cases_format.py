@@ -23,6 +23,7 @@ def test_there_are_at_least_150_cases_with_unique_ids() -> None:
 def test_every_rule_of_the_contract_has_a_case() -> None:
     covered = Counter(rule for case in load_cases() for rule in case.rules)
     wanted = [f"R{n}" for n in range(1, 18)] + [f"S{n}" for n in range(1, 13)] + ["ID", "WIRE", "MODEL"]
+    wanted += [f"V{n}" for n in range(1, 14)] + [f"H{n}" for n in range(1, 5)] + [f"M{n}" for n in range(1, 4)]
     assert [rule for rule in wanted if not covered[rule]] == []
 
 
@@ -35,6 +36,8 @@ def test_one_file_per_area() -> None:
         "ids": "ids",
         "records": "records",
         "service": "service",
+        "history": "history",
+        "memory": "memory",
     }
 
 

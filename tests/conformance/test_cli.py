@@ -27,7 +27,16 @@ def test_python_m_conformance_passes_the_memory_store_and_writes_reports(
     assert data["ok"] is True and data["summary"]["failed"] == 0
     assert len(data["cases"]) == len(conformance.load_cases())
     suites = ET.parse(tmp_path / "r.xml").getroot().findall("testsuite")
-    assert {s.get("name") for s in suites} == {"resolver", "store", "wire", "ids", "records", "service"}
+    assert {s.get("name") for s in suites} == {
+        "resolver",
+        "store",
+        "wire",
+        "ids",
+        "records",
+        "service",
+        "history",
+        "memory",
+    }
     assert sum(int(s.get("tests", 0)) for s in suites) == len(data["cases"])
 
 
