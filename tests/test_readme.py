@@ -42,3 +42,19 @@ def test_readme_session_service_example_runs_and_keeps_the_full_history() -> Non
     assert [r.id for r in namespace["page"].records] == [namespace["record"].id]
     service = namespace["service"]
     assert [m.text for m in service.get_messages(namespace["fork"].id)] == [m.text for m in namespace["everything"]]
+
+
+def test_readme_chat_memory_loop_runs_and_writes_only_what_is_new() -> None:
+    text = README.read_text(encoding="utf-8")
+    start = text.index("```python\nfrom genkit_sessions import AsyncChatMemoryStore") + len("```python\n")
+    namespace: dict[str, Any] = {}
+    exec(compile(text[start : text.index("```", start)], str(README), "exec"), namespace)
+    seen: list[int] = []
+
+    def model(messages: list[Any]) -> str:
+        seen.append(len(messages))
+        return f"reply {len(messages)}"
+
+    assert namespace["chat_turn"]("m-1", "hi", model) == "reply 1"
+    assert namespace["chat_turn"]("m-1", "again", model) == "reply 3"
+    assert [m.text for m in namespace["memory"].get_messages("m-1")] == ["hi", "reply 1", "again", "reply 3"]
