@@ -561,9 +561,9 @@ async def _service(handle: StoreHandle, step: Mapping[str, Any]) -> Any:
         return [m.text for m in await invoke("get_history", args["sessionId"], max_messages=args.get("maxMessages"))]
     if call in ("memoryGet", "memoryUpdate", "memoryDelete"):
         memory: Any = AsyncChatMemoryStore(handle.store) if handle.is_async else ChatMemoryStore(handle.store)
-        method = {"memoryGet": "get_messages", "memoryUpdate": "update_messages", "memoryDelete": "delete_messages"}
+        verbs = {"memoryGet": "get_messages", "memoryUpdate": "update_messages", "memoryDelete": "delete_messages"}
         extra = (messages(),) if call == "memoryUpdate" else ()
-        result = getattr(memory, method[call])(args["memoryId"], *extra, context=context)
+        result = getattr(memory, verbs[call])(args["memoryId"], *extra, context=context)
         result = (await result) if inspect.isawaitable(result) else result
         return [m.text for m in result] if call == "memoryGet" else None
     if call == "fork":

@@ -18,9 +18,8 @@ from botocore.exceptions import EndpointConnectionError, ReadTimeoutError
 
 from genkit_sessions import AgentInit, GenkitError, Message, SessionResolver, SessionSnapshot, Status
 from genkit_sessions.dynamodb import DynamoDBSessionStore
-from genkit_sessions.dynamodb._codec import Recipe, decompress, pack_record, unpack_record
-from genkit_sessions.dynamodb._keys import BLOB_PREFIX, SEP, SNAPSHOT_SK
 from tests.dynamodb.helpers import cold, left_behind, noise, save_new, scan, state_of
+from tests.dynamodb.layout import BLOB_PREFIX, SEP, SNAPSHOT_SK, Recipe, pack_record, unpack_record
 from tests.dynamodb_backends import client_error, guard_of
 
 StoreFactory = Any
@@ -30,8 +29,7 @@ def _referenced_blobs(store: DynamoDBSessionStore) -> set[str]:
     names: set[str] = set()
     for item in scan(store):
         if item["sk"]["S"] == SNAPSHOT_SK:
-            record = bytes(item["u"]["B"]) if "u" in item else unpack_record(bytes(item["rec"]["B"]))[0]
-            recipe = Recipe.from_json(decompress(record)["r"])
+            recipe = Recipe.of(item)
             names.update(name for name, _ in recipe.refs)
     return names
 

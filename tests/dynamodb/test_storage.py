@@ -14,9 +14,8 @@ import pytest
 
 from genkit_sessions import AgentInit, GenkitError, Message, SessionResolver, SessionSnapshot, SessionState, Status
 from genkit_sessions.dynamodb import AsyncDynamoDBSessionStore, DynamoDBSessionStore
-from genkit_sessions.dynamodb._codec import Recipe, decompress, unpack_record
-from genkit_sessions.dynamodb._keys import BLOB_PREFIX, PAGE_PREFIX, SEP, SNAPSHOT_SK, head_key
 from tests.dynamodb.helpers import cold, left_behind, noise, prose, save_new, scan, state_of
+from tests.dynamodb.layout import BLOB_PREFIX, PAGE_PREFIX, SEP, SNAPSHOT_SK, Recipe, head_key
 from tests.dynamodb_backends import guard_of
 
 StoreFactory = Any
@@ -478,7 +477,7 @@ def test_a_long_chat_reads_its_big_pages_and_at_most_four_blobs_per_lower_level(
     store = make_dynamo()  # checkpoint_every=5: pages of 5 and 25 turns
     ids = _chat(store, "s", 68, size=200)
     item = next(i for i in scan(store) if i["pk"]["S"].endswith(SEP + ids[-1]) and i["sk"]["S"] == SNAPSHOT_SK)
-    recipe = Recipe.from_json(decompress(unpack_record(bytes(item["rec"]["B"]))[0])["r"])
+    recipe = Recipe.of(item)
     assert recipe.levels == (2, 2, 1, 1, 1, 0, 0, 0)  # 68 turns = 25 + 25 + 5 + 5 + 5 + 1 + 1 + 1
     assert recipe.ends[-1] == 2 * 68
     guard = guard_of(store)
