@@ -194,3 +194,41 @@ def test_writers_in_separate_processes_lose_no_turn_and_the_version_counts_them_
     assert record is not None and record.version == 24
     leaf = store.get_snapshot(session_id="race")
     assert leaf is not None and leaf.snapshot_id in saved
+
+
+def _service_process(endpoint: str, table: str, writer: int, turns: int, results: Any) -> None:
+    import boto3
+
+    from genkit_sessions import SessionService
+
+    client = boto3.client("dynamodb", region_name="us-east-1", endpoint_url=endpoint, **CREDENTIALS)
+    service = SessionService(DynamoDBSessionStore(table, client))
+    record = service.find_or_create("shared", metadata={"principal": f"writer-{writer}"})
+    for turn in range(turns):
+        service.append("shared", [Message.of_text("user", f"w{writer} t{turn}")])
+    results.put((record.created_at, dict(record.metadata)))
+
+
+def test_service_writers_in_separate_processes_share_one_record_and_lose_no_append() -> None:
+    from genkit_sessions import SessionService
+
+    endpoint = server_endpoint()
+    client = make_client(endpoint)
+    table = f"svc-{uuid.uuid4().hex[:10]}"
+    create_table(client, table)
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    writers = [context.Process(target=_service_process, args=(endpoint, table, n, 5, results)) for n in range(4)]
+    for process in writers:
+        process.start()
+    records = [results.get(timeout=120) for _ in writers]
+    for process in writers:
+        process.join(timeout=60)
+        assert process.exitcode == 0
+    assert len({(created, tuple(md.items())) for created, md in records}) == 1  # V2: one record, all saw it
+    service = SessionService(DynamoDBSessionStore(table, client))
+    history = [m.text for m in service.get_messages("shared")]
+    assert sorted(history) == sorted(f"w{w} t{t}" for w in range(4) for t in range(5))  # V9: none lost
+    assert service.version("shared") == 20
+    owner = records[0][1]["principal"]
+    assert [r.id for r in service.find_by_metadata("principal", owner).records] == ["shared"]
