@@ -646,3 +646,20 @@ def test_a_store_without_the_record_protocol_is_refused_with_a_clear_error() -> 
     with pytest.raises(GenkitError) as raised:
         SessionService(object())  # type: ignore[arg-type]
     assert raised.value.status == "INVALID_ARGUMENT" and "InMemorySessionStore" in raised.value.message
+
+
+def test_a_session_made_by_the_service_resumes_through_the_resolver_and_keeps_its_record(
+    service: SessionService, clock: FakeClock
+) -> None:
+    service.create("made", metadata={"principal": "alice"}, ttl=timedelta(hours=1), sliding=True)
+    for text in ("first", "second"):
+        resolution = SessionResolver.resolve(service.store, True, AgentInit(session_id="made"))
+        assert resolution.ok and resolution.session is not None and resolution.session.id == "made"
+        resolution.session.add_messages(user(text), model("ok"))
+        resolution.session.save()
+        clock.advance(timedelta(minutes=50))  # the sliding expiry moves with each turn-end save
+    record = service.find_by_id("made")
+    assert record is not None and record.version == 2 and dict(record.metadata) == {"principal": "alice"}
+    assert [r.id for r in service.find_by_metadata("principal", "alice").records] == ["made"]
+    assert texts(service.get_messages("made")) == ["first", "ok", "second", "ok"]
+    assert service.append("made", [user("third")], expected_version=2).ok
