@@ -15,13 +15,17 @@ first, and block ``i`` covers messages ``ends[i - 1]`` to ``ends[i]``:
 
 from __future__ import annotations
 
+import codecs
+import json
+import re
+import zlib
 from typing import Any
 
 import attrs
 
 from genkit_sessions.dynamodb import _keys as keys
 from genkit_sessions.dynamodb._calls import Steps, batch_get, get_item
-from genkit_sessions.dynamodb._codec import CorruptData, Recipe, decompress
+from genkit_sessions.dynamodb._codec import CorruptData, Recipe, decompress, unpack_record
 from genkit_sessions.dynamodb._engine import Engine
 from genkit_sessions.dynamodb._items import Head
 from genkit_sessions.dynamodb._reads import Found, decode_item, payload_of, read_head, ref_keys
@@ -31,7 +35,7 @@ from genkit_sessions.model.wire import messages_from_wire
 from genkit_sessions.stores.history_rules import message_bytes, window_of
 from genkit_sessions.stores.protocol import HistoryPlan, HistoryWindow
 
-__all__ = ["blocks", "plan", "window"]
+__all__ = ["Cursor", "blocks", "next_messages", "plan", "window"]
 
 
 @attrs.frozen
@@ -177,3 +181,165 @@ def window(
             older = yield from blocks(engine, history, first, first + 1)
             messages = older + messages
     return window_of(messages, max_messages, max_bytes, older_left_out=first > 0)
+
+
+# --- a stream that holds one stored part at a time --------------------------------------------------
+
+
+class Cursor:
+    """Where a stream is in a plan: the block, the next part of its blob, and the blob's text decoded so
+    far but not yet parsed into messages. A large blob is inflated and parsed part by part, so a stream
+    holds one part and the messages it hands out, whatever the blob's size. Use each cursor once."""
+
+    def __init__(self) -> None:
+        self.block = 0
+        self.part = 0
+        self._inflater: Any = None
+        self._utf8: Any = None
+        self._text = ""
+        self._at = 0
+        self._in_list = False
+        self.block_done = False
+
+    def start_block(self) -> None:
+        self.part = 0
+        self._inflater = zlib.decompressobj()
+        self._utf8 = codecs.getincrementaldecoder("utf-8")()
+        self._text, self._at, self._in_list, self.block_done = "", 0, False, False
+
+    def feed(self, data: bytes, first: bool, last: bool) -> None:
+        if first:
+            if data[:1] != b"\x01":
+                raise CorruptData("unknown blob format tag")
+            data = data[1:]
+        try:
+            text = self._utf8.decode(self._inflater.decompress(data), final=False)
+            if last:
+                text += self._utf8.decode(self._inflater.flush(), final=True)
+        except (zlib.error, UnicodeDecodeError) as exc:
+            raise CorruptData(f"blob does not inflate: {exc}") from None
+        self._text = self._text[self._at :] + text
+        self._at = 0
+
+    def parse(self, limit: int, complete: bool) -> list[Any]:
+        """Up to ``limit`` whole messages (wire JSON) from what is buffered; ``complete``: the blob is all in."""
+        found: list[Any] = []
+        text = self._text
+        if not self._in_list:
+            head = _LIST_START.match(text, self._at)
+            if head is None or (head.group(2) is None and head.end() == len(text)):
+                if complete or len(text) - self._at > 64:
+                    raise _NotAList()
+                return found  # the payload's first key is not all in yet
+            if head.group(1) not in ("m", "a") or head.group(2) is None:
+                raise _NotAList()
+            self._at, self._in_list = head.end(), True
+        while len(found) < limit:
+            at = _skip(text, self._at)
+            if at < len(text) and text[at] == ",":  # the comma after the last message handed out
+                at = _skip(text, at + 1)
+            if at < len(text) and text[at] == "]":
+                self.block_done = True
+                return found
+            try:
+                value, end = _DECODER.raw_decode(text, at)
+            except json.JSONDecodeError:
+                if complete:
+                    raise CorruptData("a message list is cut short") from None
+                return found  # the message goes on in the next part
+            found.append(value)
+            self._at = end
+        return found
+
+
+class _NotAList(Exception):
+    """A payload whose first key is not its message list: decoded whole instead."""
+
+
+_LIST_START = re.compile(r'\s*\{\s*"([a-z])"\s*:\s*(\[)?')
+_DECODER = json.JSONDecoder()
+
+
+def _skip(text: str, at: int) -> int:
+    while at < len(text) and text[at] in " \t\r\n":
+        at += 1
+    return at
+
+
+def next_messages(
+    engine: Engine, plan: HistoryPlan, cursor: Cursor | None, limit: int
+) -> Steps[tuple[tuple[Message, ...], Cursor | None]]:
+    """Up to ``limit`` more messages of a plan, oldest first, and the cursor to continue from (None at
+    the end): one stored part (at most 350 KB) per call to DynamoDB, decoded as it arrives."""
+    handle: _Handle = plan.handle
+    cursor = cursor or Cursor()
+    if handle.cached is not None:  # the store already holds this state: slice it
+        first = sum(plan.blocks[: cursor.block]) + cursor.part
+        taken = handle.cached[first : first + limit]
+        cursor.part += len(taken)
+        done = first + len(taken) >= len(handle.cached)
+        return taken, (None if done else cursor)
+    out: list[Message] = []
+    refs = handle.recipe.refs
+    while len(out) < limit and cursor.block < len(refs):
+        if cursor.part == 0 and cursor._inflater is None:
+            cursor.start_block()
+        name, count = refs[cursor.block]
+        parts = max(count, 1)
+        try:
+            wire = cursor.parse(limit - len(out), complete=cursor.part >= parts)
+        except _NotAList:
+            wire, cursor.block_done = (yield from _whole_block(engine, handle, cursor.block)), True
+        except CorruptData as exc:
+            raise engine.data_loss(handle.snapshot_id, str(exc)) from None
+        try:
+            out.extend(messages_from_wire(wire))
+        except GenkitError as exc:
+            raise engine.data_loss(handle.snapshot_id, exc.message) from None
+        if cursor.block_done:
+            cursor.block, cursor.part, cursor._inflater = cursor.block + 1, 0, None
+            continue
+        if len(out) >= limit:
+            break
+        if cursor.part >= parts:
+            raise engine.data_loss(handle.snapshot_id, f"blob {name!r} ends inside its message list")
+        data = yield from _one_part(engine, handle, (name, count), cursor.part)
+        try:
+            cursor.feed(data, first=cursor.part == 0, last=cursor.part == parts - 1)
+        except CorruptData as exc:
+            raise engine.data_loss(handle.snapshot_id, str(exc)) from None
+        cursor.part += 1
+    return tuple(out), (cursor if cursor.block < len(refs) else None)
+
+
+def _one_part(engine: Engine, handle: _Handle, ref: tuple[str, int], part: int) -> Steps[bytes]:
+    name, count = ref
+    if count == 0:  # packed into its snapshot's item
+        key = keys.snapshot_key(handle.tenant, keys.blob_owner(name))
+        own = (handle.item["pk"]["S"], handle.item["sk"]["S"]) == (key["pk"]["S"], key["sk"]["S"])
+        item = handle.item if own else (yield from get_item(engine.table, key))
+        tag, inline = None, None
+        if item is not None and "rec" in item:
+            try:
+                _, tag, inline = unpack_record(bytes(item["rec"]["B"]))
+            except CorruptData as exc:
+                raise engine.data_loss(handle.snapshot_id, str(exc)) from None
+        if inline is None or tag != keys.blob_tag(name):
+            raise engine.data_loss(handle.snapshot_id, f"inline blob {name!r} is missing")
+        return inline
+    item = yield from get_item(engine.table, keys.blob_part_key(handle.tenant, handle.session_id, name, part))
+    if item is None or "d" not in item:
+        raise engine.data_loss(handle.snapshot_id, f"blob part {part} of {count} is missing")
+    return bytes(item["d"]["B"])
+
+
+def _whole_block(engine: Engine, handle: _Handle, index: int) -> Steps[list[Any]]:
+    found = yield from _fetch(engine, handle, range(index, index + 1))
+    ref = handle.recipe.refs[index]
+    payload = payload_of(engine, handle.tenant, handle.session_id, handle.snapshot_id, ref, found)
+    if not isinstance(payload, dict):
+        raise engine.data_loss(handle.snapshot_id, "blob payload is not an object")
+    wire = payload.get("m", payload.get("a", []))
+    if not isinstance(wire, list):
+        raise engine.data_loss(handle.snapshot_id, "a message list is not an array")
+    return wire

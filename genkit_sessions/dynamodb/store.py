@@ -268,11 +268,12 @@ class DynamoDBSessionStore:
         found: HistoryPlan | None = self._run(_plan_steps(self._engine, snapshot_id, session_id, context))
         return found
 
-    def history_blocks(
-        self, plan: HistoryPlan, start: int, stop: int, *, context: Context = None
-    ) -> tuple[Message, ...]:
-        """The messages of blocks ``start`` to ``stop`` of ``plan``: one BatchGetItem of their blobs."""
-        found: tuple[Message, ...] = self._run(_history.blocks(self._engine, plan, start, stop))
+    def history_next(
+        self, plan: HistoryPlan, cursor: Any, limit: int, *, context: Context = None
+    ) -> tuple[tuple[Message, ...], Any]:
+        """Up to ``limit`` more messages of ``plan``: one stored part per GetItem, inflated and parsed as it
+        arrives, so a stream holds one part whatever the size of the page it reads."""
+        found: tuple[tuple[Message, ...], Any] = self._run(_history.next_messages(self._engine, plan, cursor, limit))
         return found
 
     def get_session_leaf(
@@ -509,11 +510,13 @@ class AsyncDynamoDBSessionStore:
         found: HistoryPlan | None = await self._run(_plan_steps(self._engine, snapshot_id, session_id, context))
         return found
 
-    async def history_blocks(
-        self, plan: HistoryPlan, start: int, stop: int, *, context: Context = None
-    ) -> tuple[Message, ...]:
-        """See :meth:`DynamoDBSessionStore.history_blocks`."""
-        found: tuple[Message, ...] = await self._run(_history.blocks(self._engine, plan, start, stop))
+    async def history_next(
+        self, plan: HistoryPlan, cursor: Any, limit: int, *, context: Context = None
+    ) -> tuple[tuple[Message, ...], Any]:
+        """See :meth:`DynamoDBSessionStore.history_next`."""
+        found: tuple[tuple[Message, ...], Any] = await self._run(
+            _history.next_messages(self._engine, plan, cursor, limit)
+        )
         return found
 
     async def get_session_leaf(

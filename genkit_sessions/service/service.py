@@ -386,33 +386,28 @@ class _Rules:
                     break
                 segments.insert(0, (source, marker[1]))
                 current = source
-        buffer: list[Message] = []
+        buffer: list[Message] = []  # never more than one chunk
         for segment, limit in segments:
-            emitted = 0
-            for index in range(len(segment.blocks)):
-                if limit is not None and emitted >= limit:
-                    break
-                block: tuple[Message, ...] = yield from _store_call(
-                    "history_blocks", segment, index, index + 1, context=context
+            remaining = segment.total if limit is None else min(limit, segment.total)
+            cursor: Any = None
+            while remaining > 0:
+                found: tuple[tuple[Message, ...], Any] = yield from _store_call(
+                    "history_next", segment, cursor, min(chunk - len(buffer), remaining), context=context
                 )
-                if limit is not None:
-                    block = block[: limit - emitted]
-                emitted += len(block)
-                buffer.extend(block)
-                while len(buffer) >= chunk:
-                    yield _Emit(tuple(buffer[:chunk]))
-                    del buffer[:chunk]
+                messages, cursor = found
+                remaining -= len(messages)
+                buffer.extend(messages)
+                if len(buffer) >= chunk:
+                    yield _Emit(tuple(buffer))
+                    buffer = []
+                if not messages or cursor is None:
+                    break
         if buffer:
             yield _Emit(tuple(buffer))
 
     def _first_message(self, plan: HistoryPlan, context: Context) -> Steps[tuple[Message, ...]]:
-        for index, count in enumerate(plan.blocks):
-            if count:
-                block: tuple[Message, ...] = yield from _store_call(
-                    "history_blocks", plan, index, index + 1, context=context
-                )
-                return block[:1]
-        return ()
+        found: tuple[tuple[Message, ...], Any] = yield from _store_call("history_next", plan, None, 1, context=context)
+        return found[0]
 
     def get_history(
         self, session_id: str, max_messages: int | None, max_bytes: int | None, context: Context

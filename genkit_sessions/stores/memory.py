@@ -16,6 +16,7 @@ import heapq
 import threading
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 import attrs
 
@@ -413,12 +414,14 @@ class InMemorySessionStore:
         messages = snapshot.state.messages if snapshot.state is not None else None
         return HistoryPlan(snapshot.snapshot_id, snapshot.session_id, (len(messages),) if messages else (), messages)
 
-    def history_blocks(
-        self, plan: HistoryPlan, start: int, stop: int, *, context: Context = None
-    ) -> tuple[Message, ...]:
-        """The plan's messages when block 0 is asked for."""
+    def history_next(
+        self, plan: HistoryPlan, cursor: Any, limit: int, *, context: Context = None
+    ) -> tuple[tuple[Message, ...], Any]:
+        """A slice of the plan's own message tuple; the cursor is the offset."""
         messages: tuple[Message, ...] = plan.handle or ()
-        return messages if start <= 0 < stop else ()
+        start = int(cursor or 0)
+        end = start + limit
+        return messages[start:end], (end if end < len(messages) else None)
 
     # --- sessions as records (SPEC section 6) ---------------------------------------------
 
@@ -603,11 +606,11 @@ class AsyncInMemorySessionStore:
         """See :meth:`InMemorySessionStore.history_plan`."""
         return self.sync.history_plan(snapshot_id=snapshot_id, session_id=session_id, context=context)
 
-    async def history_blocks(
-        self, plan: HistoryPlan, start: int, stop: int, *, context: Context = None
-    ) -> tuple[Message, ...]:
-        """See :meth:`InMemorySessionStore.history_blocks`."""
-        return self.sync.history_blocks(plan, start, stop, context=context)
+    async def history_next(
+        self, plan: HistoryPlan, cursor: Any, limit: int, *, context: Context = None
+    ) -> tuple[tuple[Message, ...], Any]:
+        """See :meth:`InMemorySessionStore.history_next`."""
+        return self.sync.history_next(plan, cursor, limit, context=context)
 
     async def create_session(
         self,

@@ -107,11 +107,13 @@ class OffloadedAsyncStore:
         )
         return found
 
-    async def history_blocks(
-        self, plan: HistoryPlan, start: int, stop: int, *, context: Context = None
-    ) -> tuple[Message, ...]:
-        """The wrapped store's ``history_blocks``, on the executor."""
-        found: tuple[Message, ...] = await self._run(self.sync.history_blocks, plan, start, stop, context=context)
+    async def history_next(
+        self, plan: HistoryPlan, cursor: Any, limit: int, *, context: Context = None
+    ) -> tuple[tuple[Message, ...], Any]:
+        """The wrapped store's ``history_next``, on the executor."""
+        found: tuple[tuple[Message, ...], Any] = await self._run(
+            self.sync.history_next, plan, cursor, limit, context=context
+        )
         return found
 
     async def get_session_leaf(

@@ -452,10 +452,11 @@ class SupportsHistory(Protocol):
         """The blocks of a snapshot's (or a session leaf's) active messages; None when it is absent."""
         ...
 
-    def history_blocks(
-        self, plan: HistoryPlan, start: int, stop: int, *, context: Context = None
-    ) -> tuple[Message, ...]:
-        """The messages of blocks ``start`` to ``stop`` (exclusive) of ``plan``, oldest first."""
+    def history_next(
+        self, plan: HistoryPlan, cursor: Any, limit: int, *, context: Context = None
+    ) -> tuple[tuple[Message, ...], Any]:
+        """Up to ``limit`` more of ``plan``'s messages, oldest first, from ``cursor`` (None: the start), and
+        the cursor to continue from (None: the end). Each call holds at most one stored part."""
         ...
 
 
@@ -480,8 +481,8 @@ class SupportsAsyncHistory(Protocol):
         """See :meth:`SupportsHistory.history_plan`."""
         ...
 
-    async def history_blocks(
-        self, plan: HistoryPlan, start: int, stop: int, *, context: Context = None
-    ) -> tuple[Message, ...]:
-        """See :meth:`SupportsHistory.history_blocks`."""
+    async def history_next(
+        self, plan: HistoryPlan, cursor: Any, limit: int, *, context: Context = None
+    ) -> tuple[tuple[Message, ...], Any]:
+        """See :meth:`SupportsHistory.history_next`."""
         ...
