@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TextIO
 
 from genkit_sessions.cli._command import add_command, dynamodb_client
+from genkit_sessions.cli.render import render_text as render_tree
 from genkit_sessions.errors import GenkitError
 from genkit_sessions.model.types import AgentInit, Message, SessionSnapshot, SessionState
 from genkit_sessions.resolver.options import ResumePolicy, SessionStoreOptions
@@ -245,26 +246,3 @@ def _service_demo(store: SupportsSessions, say: _Narrator) -> None:
     say.say(f"forked into session {fork.id[:8]}: {len(service.get_messages(fork.id))} messages in its full history")
     service.delete(record.id)
     say.say(f"after deleting the source, the fork still has {len(service.get_messages(fork.id))}")
-
-
-def render_tree(snapshots: Sequence[SessionSnapshot], *, leaf_id: str | None = None) -> list[str]:
-    """Draw snapshots as an indented tree (children in creation order), with statuses."""
-    children: dict[str | None, list[SessionSnapshot]] = {}
-    known = {s.snapshot_id for s in snapshots}
-    for snapshot in snapshots:
-        parent = snapshot.parent_id if snapshot.parent_id in known else None
-        children.setdefault(parent, []).append(snapshot)
-    lines: list[str] = []
-
-    def draw(node: SessionSnapshot, prefix: str, last: bool, root: bool) -> None:
-        branch = "" if root else ("`-- " if last else "|-- ")
-        messages = len(node.state.message_list) if node.state else 0
-        marker = "  <- leaf" if node.snapshot_id == leaf_id else ""
-        lines.append(f"{prefix}{branch}{node.snapshot_id[:8]} {node.effective_status.value} ({messages} msgs){marker}")
-        kids = children.get(node.snapshot_id, [])
-        for index, kid in enumerate(kids):
-            draw(kid, prefix + ("" if root else ("    " if last else "|   ")), index == len(kids) - 1, False)
-
-    for root in children.get(None, []):
-        draw(root, "", True, True)
-    return lines
