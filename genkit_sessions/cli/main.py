@@ -30,6 +30,7 @@ EXIT_INTERRUPTED = 130
 COMMAND_MODULES = (
     "genkit_sessions.cli.demo",
     "genkit_sessions.cli.sessions_cmd",
+    "genkit_sessions.cli.transfer_cmd",
     "genkit_sessions.cli.conformance_cmd",
     "genkit_sessions.cli.dynamodb_cmd",
 )
