@@ -125,7 +125,18 @@ def test_a_closed_pipe_ends_the_demo_quietly_without_a_traceback() -> None:
 
 @pytest.mark.parametrize(
     "argv",
-    [["demo"], ["conformance"], ["dynamodb", "create-table"]],
+    [
+        ["demo"],
+        ["conformance"],
+        ["dynamodb", "create-table"],
+        ["dynamodb", "doctor"],
+        ["sessions", "list"],
+        ["show"],
+        ["tree"],
+        ["export"],
+        ["import"],
+        ["resolve"],
+    ],
 )
 def test_every_subcommand_help_ends_with_an_example(capsys: Any, argv: list[str]) -> None:
     code, out, _ = run(capsys, *argv, "--help")

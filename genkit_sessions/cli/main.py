@@ -31,6 +31,7 @@ COMMAND_MODULES = (
     "genkit_sessions.cli.demo",
     "genkit_sessions.cli.sessions_cmd",
     "genkit_sessions.cli.transfer_cmd",
+    "genkit_sessions.cli.resolve_cmd",
     "genkit_sessions.cli.conformance_cmd",
     "genkit_sessions.cli.dynamodb_cmd",
 )
