@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from genkit_sessions.cli._command import add_command
+
 
 def _run(args: argparse.Namespace) -> int:
     from conformance.cli import run_from_args
@@ -16,10 +18,12 @@ def register(subparsers: Any) -> None:
     """Add the ``conformance`` command."""
     from conformance.cli import add_arguments
 
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "conformance",
         help="run the conformance cases against a session store",
         description="Run the language-neutral conformance cases against a store and print a table per area.",
+        example="genkit-sessions conformance --store memory",
     )
     add_arguments(parser)
     parser.set_defaults(func=_run)

@@ -16,6 +16,8 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TextIO
 
+from genkit_sessions.cli._command import add_command, dynamodb_client
+from genkit_sessions.cli.render import render_text as render_tree
 from genkit_sessions.errors import GenkitError
 from genkit_sessions.model.types import AgentInit, Message, SessionSnapshot, SessionState
 from genkit_sessions.resolver.options import ResumePolicy, SessionStoreOptions
@@ -30,31 +32,44 @@ __all__ = ["register", "render_tree", "run_demo"]
 
 def register(subparsers: Any) -> None:
     """Add the ``demo`` command."""
-    parser = subparsers.add_parser("demo", help="play a scripted conversation and narrate the resolver's decisions")
+    parser = add_command(
+        subparsers,
+        "demo",
+        help="play a scripted conversation and narrate the resolver's decisions",
+        description="Play a scripted multi-turn conversation against a store and narrate what the resolver "
+        "decides at each turn, the misuse errors, the session's tree and the session service.",
+        example="genkit-sessions demo --store dynamodb | head -20",
+    )
     parser.add_argument(
         "--store",
         choices=("memory", "dynamodb"),
         default="memory",
         help="where sessions live (dynamodb starts an embedded moto server unless --endpoint-url is given)",
     )
-    parser.add_argument("--endpoint-url", default=None, help="DynamoDB endpoint (with --store dynamodb)")
+    parser.add_argument(
+        "--endpoint-url",
+        default=None,
+        help="DynamoDB endpoint (with --store dynamodb); placeholder credentials are used if none are set",
+    )
+    parser.add_argument("--region", default=None, help="AWS region (with --endpoint-url)")
     parser.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    with _open_store(args.store, args.endpoint_url) as store:
+    with _open_store(args) as store:
         run_demo(store, sys.stdout, store_name=args.store)
     return 0
 
 
 @contextlib.contextmanager
-def _open_store(kind: str, endpoint_url: str | None) -> Iterator[SessionStore]:
-    if kind == "memory":
+def _open_store(args: argparse.Namespace) -> Iterator[SessionStore]:
+    if args.store == "memory":
         yield InMemorySessionStore()
         return
     from genkit_sessions.dynamodb.embedded import demo_store
 
-    with demo_store(endpoint_url) as store:
+    client = dynamodb_client(args) if args.endpoint_url else None
+    with demo_store(args.endpoint_url, client=client) as store:
         yield store
 
 
@@ -231,26 +246,3 @@ def _service_demo(store: SupportsSessions, say: _Narrator) -> None:
     say.say(f"forked into session {fork.id[:8]}: {len(service.get_messages(fork.id))} messages in its full history")
     service.delete(record.id)
     say.say(f"after deleting the source, the fork still has {len(service.get_messages(fork.id))}")
-
-
-def render_tree(snapshots: Sequence[SessionSnapshot], *, leaf_id: str | None = None) -> list[str]:
-    """Draw snapshots as an indented tree (children in creation order), with statuses."""
-    children: dict[str | None, list[SessionSnapshot]] = {}
-    known = {s.snapshot_id for s in snapshots}
-    for snapshot in snapshots:
-        parent = snapshot.parent_id if snapshot.parent_id in known else None
-        children.setdefault(parent, []).append(snapshot)
-    lines: list[str] = []
-
-    def draw(node: SessionSnapshot, prefix: str, last: bool, root: bool) -> None:
-        branch = "" if root else ("`-- " if last else "|-- ")
-        messages = len(node.state.message_list) if node.state else 0
-        marker = "  <- leaf" if node.snapshot_id == leaf_id else ""
-        lines.append(f"{prefix}{branch}{node.snapshot_id[:8]} {node.effective_status.value} ({messages} msgs){marker}")
-        kids = children.get(node.snapshot_id, [])
-        for index, kid in enumerate(kids):
-            draw(kid, prefix + ("" if root else ("    " if last else "|   ")), index == len(kids) - 1, False)
-
-    for root in children.get(None, []):
-        draw(root, "", True, True)
-    return lines

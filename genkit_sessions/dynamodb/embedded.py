@@ -59,14 +59,14 @@ def local_client(endpoint_url: str, **options: Any) -> Any:
 
 
 @contextlib.contextmanager
-def demo_store(endpoint_url: str | None) -> Iterator[DynamoDBSessionStore]:
-    """A store on a fresh table: at ``endpoint_url``, or on an embedded moto server started (and
-    stopped) here when it is None."""
+def demo_store(endpoint_url: str | None, *, client: Any = None) -> Iterator[DynamoDBSessionStore]:
+    """A store on a fresh table: at ``endpoint_url`` (through ``client`` when given), or on an embedded
+    moto server started (and stopped) here when it is None."""
     with contextlib.ExitStack() as stack:
         if endpoint_url is None:
             endpoint_url = stack.enter_context(moto_server())
             client = local_client(endpoint_url)
-        else:
+        elif client is None:
             client = build_client(endpoint_url=endpoint_url)
         table = f"genkit-sessions-demo-{uuid.uuid4().hex[:8]}"
         create_table(client, table)

@@ -1,0 +1,112 @@
+"""What every command module shares: a subcommand with an example in its help, and the DynamoDB options.
+
+``add_command`` gives each subcommand a description and an ``example:`` epilog
+that ``--help`` prints as written. ``add_dynamodb_arguments`` and
+``open_dynamodb_store`` are the one way a command reaches a table: a table name
+plus the usual AWS settings, or ``--endpoint-url`` for a local endpoint, where
+placeholder credentials stand in (with a note on stderr) when none are configured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, TextIO
+
+from genkit_sessions.errors import GenkitError, Status
+
+__all__ = [
+    "PLACEHOLDER_CREDENTIALS",
+    "add_command",
+    "add_dynamodb_arguments",
+    "context_of",
+    "dynamodb_client",
+    "open_dynamodb_store",
+]
+
+PLACEHOLDER_CREDENTIALS = {
+    "aws_access_key_id": "testing",
+    "aws_secret_access_key": "testing",
+    "aws_session_token": "testing",
+}
+"""What a local endpoint (moto, DynamoDB Local) is sent when no AWS credentials are configured: it checks none."""
+
+
+def add_command(subparsers: Any, name: str, *, help: str, description: str, example: str) -> argparse.ArgumentParser:
+    """A subcommand whose ``--help`` ends with ``example:`` and the example's lines, as written."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        name,
+        help=help,
+        description=description,
+        epilog="example:\n" + "\n".join(f"  {line}" for line in example.strip().splitlines()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    return parser
+
+
+def add_dynamodb_arguments(parser: argparse.ArgumentParser, *, tenant: bool = True) -> None:
+    """``--table`` (required), ``--endpoint-url``, ``--region`` and, with ``tenant``, ``--tenant``."""
+    group = parser.add_argument_group("DynamoDB")
+    group.add_argument("--table", required=True, help="the store's table name")
+    group.add_argument(
+        "--endpoint-url",
+        default=None,
+        help="a local DynamoDB endpoint (moto, DynamoDB Local); placeholder credentials are used if none are set",
+    )
+    group.add_argument("--region", default=None, help="AWS region (default: from the environment, else us-east-1)")
+    if tenant:
+        group.add_argument("--tenant", default="", help="the tenant whose sessions to use (default: the empty tenant)")
+
+
+def context_of(args: argparse.Namespace) -> dict[str, str] | None:
+    """The request context a store derives the tenant from (``{"tenant": ...}``), None for the default tenant."""
+    tenant = getattr(args, "tenant", "")
+    return {"tenant": tenant} if tenant else None
+
+
+def _credentials_configured() -> bool:
+    import boto3  # type: ignore[import-untyped]
+
+    try:
+        return boto3.Session().get_credentials() is not None
+    except Exception:  # a broken profile: let the client say what is wrong
+        return True
+
+
+def dynamodb_client(args: argparse.Namespace, err: TextIO | None = None) -> Any:
+    """A boto3 client for ``args``: real credentials when configured; for a local endpoint without any,
+    placeholder credentials, with a note on ``err`` (stderr) saying so."""
+    from genkit_sessions.dynamodb import build_client
+
+    endpoint = getattr(args, "endpoint_url", None)
+    if endpoint and not _credentials_configured():
+        print(
+            f"note: no AWS credentials are configured; using placeholder credentials for {endpoint} "
+            "(a local endpoint checks none; set AWS_PROFILE or AWS_ACCESS_KEY_ID to send real ones)",
+            file=err or sys.stderr,
+        )
+        return build_client(args.region, endpoint, client_options=dict(PLACEHOLDER_CREDENTIALS))
+    return build_client(getattr(args, "region", None), endpoint)
+
+
+def open_dynamodb_store(args: argparse.Namespace, err: TextIO | None = None, *, indexed: tuple[str, ...] = ()) -> Any:
+    """The :class:`~genkit_sessions.dynamodb.DynamoDBSessionStore` on ``args.table``.
+
+    NOT_FOUND, naming the command that creates it, when the table does not exist.
+    """
+    from genkit_sessions.dynamodb import DynamoDBSessionStore
+    from genkit_sessions.dynamodb._errors import BACKEND_ERRORS, error_code, map_error
+
+    client = dynamodb_client(args, err)
+    try:
+        client.describe_table(TableName=args.table)
+    except BACKEND_ERRORS as exc:
+        if error_code(exc) == "ResourceNotFoundException":
+            endpoint = f" --endpoint-url {args.endpoint_url}" if args.endpoint_url else ""
+            raise GenkitError(
+                Status.NOT_FOUND,
+                f"DynamoDB table {args.table!r} does not exist; create it with "
+                f"`genkit-sessions dynamodb create-table --table {args.table}{endpoint}`",
+            ) from exc
+        raise map_error(exc, "DescribeTable", args.table) from exc
+    return DynamoDBSessionStore(args.table, client, indexed_metadata=indexed)

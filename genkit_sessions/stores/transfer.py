@@ -1,0 +1,200 @@
+"""Moving session trees between stores: JSON Lines of Genkit wire snapshots out, and back in.
+
+An export is one line per snapshot, each the snapshot's Genkit wire JSON
+(:func:`~genkit_sessions.model.wire.to_wire`, compact, keys in the converter's
+order), sessions one after another, each session's snapshots in creation order
+(``list_snapshots``). Reading one session at a time keeps memory bounded by the
+largest session, whatever the export's size.
+
+An import reads such a file, or a directory Genkit's own ``FileSessionStore``
+wrote (one ``<snapshotId>.json`` per snapshot), in two passes: the first decodes
+and checks every snapshot and writes nothing, so a bad line refuses the whole
+import; the second writes through ``restore_snapshots`` in batches, skipping
+snapshots the store already holds exactly as given, so a second run of the same
+import writes nothing. Both passes stream: a file is read twice rather than held.
+
+Session records' metadata (a principal, say) and time to live are not part of
+Genkit's wire snapshots, so they are neither exported nor imported.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Protocol, TextIO, runtime_checkable
+
+import attrs
+
+from genkit_sessions.errors import GenkitError, Reason, Status
+from genkit_sessions.model.ids import validate_id
+from genkit_sessions.model.types import SessionSnapshot
+from genkit_sessions.model.wire import from_wire, to_wire
+from genkit_sessions.stores.protocol import Context, SessionStore, SupportsList, SupportsRestore
+from genkit_sessions.stores.write_rules import restorable
+
+__all__ = [
+    "ExportCounts",
+    "ImportCounts",
+    "ImportTarget",
+    "check_source",
+    "export_sessions",
+    "import_snapshots",
+    "read_source",
+    "snapshot_line",
+]
+
+Progress = Callable[[int], None]
+"""Told how many snapshots were handled since it was last called."""
+
+
+@runtime_checkable
+class ImportTarget(SessionStore, SupportsRestore, Protocol):
+    """What an import writes to: a store that reads snapshots by id and restores them verbatim."""
+
+
+@attrs.frozen
+class ExportCounts:
+    """What an export wrote: sessions and snapshots (lines)."""
+
+    sessions: int
+    snapshots: int
+
+
+@attrs.frozen
+class ImportCounts:
+    """What an import found and did: snapshots and sessions read, snapshots written, and those already
+    stored exactly as given (left alone)."""
+
+    snapshots: int
+    sessions: int
+    written: int
+    unchanged: int
+
+
+_LINE_BREAKS = str.maketrans({"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def snapshot_line(snapshot: SessionSnapshot) -> str:
+    """One export line: the snapshot's wire JSON, compact, with no newline. Non-ASCII text is kept as is,
+    except the characters some readers split lines on (U+0085, U+2028, U+2029), which are escaped."""
+    return json.dumps(to_wire(snapshot), ensure_ascii=False, separators=(",", ":")).translate(_LINE_BREAKS)
+
+
+def export_sessions(
+    store: SupportsList,
+    session_ids: Iterable[str],
+    out: TextIO,
+    *,
+    context: Context = None,
+    progress: Progress | None = None,
+) -> ExportCounts:
+    """Write every snapshot of each session in ``session_ids`` to ``out`` as JSON Lines; sessions with no
+    snapshots (deleted meanwhile, or never written to) are skipped."""
+    sessions = snapshots = 0
+    for session_id in session_ids:
+        tree = store.list_snapshots(session_id, context=context)
+        if not tree:
+            continue
+        for snapshot in tree:
+            out.write(snapshot_line(snapshot))
+            out.write("\n")
+        sessions += 1
+        snapshots += len(tree)
+        if progress is not None:
+            progress(len(tree))
+    return ExportCounts(sessions, snapshots)
+
+
+def _decode(text: str, where: str) -> SessionSnapshot:
+    try:
+        snapshot, session_id = restorable(from_wire(SessionSnapshot, text))
+        validate_id(snapshot.snapshot_id, "snapshotId", Reason.INVALID_SNAPSHOT_ID)
+        validate_id(session_id, "sessionId", Reason.INVALID_SESSION_ID)
+    except GenkitError as error:
+        raise GenkitError(
+            error.status,
+            f"{where}: {error.message}; nothing was imported: fix it (or remove it) and run the import again",
+            details=error.details,
+            reason=error.reason,
+        ) from None
+    return snapshot
+
+
+def read_source(source: Path) -> Iterator[SessionSnapshot]:
+    """The snapshots of a JSON Lines export (blank lines skipped) or of a ``FileSessionStore`` directory
+    (its ``*.json`` files, by name), each decoded and checked as an import needs it (sessionId filled
+    from the state when only that names it). INVALID_ARGUMENT names the line or file at fault."""
+    if source.is_dir():
+        for path in sorted(source.glob("*.json")):
+            yield _decode(path.read_text(encoding="utf-8"), f"{path}")
+        return
+    if not source.exists():
+        raise GenkitError(
+            Status.NOT_FOUND, f"{source} does not exist; name a JSON Lines export or a FileSessionStore directory"
+        )
+    with source.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            if line.strip():
+                yield _decode(line, f"line {number} of {source}")
+
+
+def check_source(source: Path, *, progress: Progress | None = None) -> tuple[int, int]:
+    """Decode and check every snapshot of ``source`` without writing; ``(snapshots, sessions)``.
+
+    Memory holds the session ids seen, not the snapshots.
+    """
+    count = 0
+    sessions: set[str] = set()
+    for snapshot in read_source(source):
+        count += 1
+        sessions.add(snapshot.session_id or "")
+        if progress is not None:
+            progress(1)
+    return count, len(sessions)
+
+
+def _same(stored: SessionSnapshot | None, given: SessionSnapshot) -> bool:
+    return stored is not None and to_wire(stored) == to_wire(given)
+
+
+def import_snapshots(
+    store: ImportTarget,
+    source: Path,
+    *,
+    context: Context = None,
+    batch_size: int = 100,
+    progress: Progress | None = None,
+    dry_run: bool = False,
+    checked: tuple[int, int] | None = None,
+) -> ImportCounts:
+    """Check every snapshot of ``source`` (see :func:`read_source`), then, unless ``dry_run``, restore
+    them into ``store`` in batches of ``batch_size``, leaving alone those it already holds as given.
+
+    ``checked`` is what :func:`check_source` answered for ``source``, when the caller ran it already."""
+    if not 1 <= batch_size <= 1000:
+        raise GenkitError(Status.INVALID_ARGUMENT, f"batch_size must be between 1 and 1000, got {batch_size}")
+    total, sessions = checked if checked is not None else check_source(source)
+    if dry_run:
+        return ImportCounts(total, sessions, 0, 0)
+    written = unchanged = 0
+    batch: list[SessionSnapshot] = []
+
+    def flush() -> None:
+        nonlocal written, unchanged
+        fresh = [s for s in batch if not _same(store.get_snapshot(snapshot_id=s.snapshot_id, context=context), s)]
+        if fresh:
+            store.restore_snapshots(fresh, context=context)
+        written += len(fresh)
+        unchanged += len(batch) - len(fresh)
+        if progress is not None:
+            progress(len(batch))
+        batch.clear()
+
+    for snapshot in read_source(source):
+        batch.append(snapshot)
+        if len(batch) >= batch_size:
+            flush()
+    if batch:
+        flush()
+    return ImportCounts(total, sessions, written, unchanged)
