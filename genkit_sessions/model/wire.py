@@ -29,7 +29,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 
 from genkit_sessions.errors import GenkitError, Reason, Status
 from genkit_sessions.model.clock import parse_timestamp
-from genkit_sessions.model.frozen_json import FrozenDict, thaw
+from genkit_sessions.model.frozen_json import MAX_JSON_DEPTH, FrozenDict, json_problem, short_path, thaw
 from genkit_sessions.model.types import (
     _ROLES,
     AgentInit,
@@ -50,7 +50,11 @@ from genkit_sessions.model.types import (
     UnknownPart,
 )
 
-__all__ = ["converter", "from_wire", "messages_from_wire", "to_wire"]
+__all__ = ["MAX_WIRE_DEPTH", "converter", "from_wire", "messages_from_wire", "to_wire"]
+
+MAX_WIRE_DEPTH = 2 * MAX_JSON_DEPTH
+"""How deeply a whole wire document may nest: room for the model's own levels (snapshot, state,
+messages, parts) around free-form JSON of :data:`MAX_JSON_DEPTH` levels."""
 
 T = TypeVar("T")
 
@@ -312,22 +316,54 @@ def from_wire(cls: type[T], data: Any) -> T:
     :class:`GenkitError` with INVALID_ARGUMENT (reason INVALID_INPUT) whose
     message names the JSON path of every bad field.
     """
+    name = getattr(cls, "__name__", str(cls))
     if isinstance(data, (str, bytes, bytearray)):
         try:
             data = json.loads(data)
+        except RecursionError:
+            raise GenkitError(
+                Status.INVALID_ARGUMENT,
+                f"{name} JSON nests objects and arrays thousands of levels deep at $; the limit is "
+                f"{MAX_WIRE_DEPTH} levels: send a flatter document",
+                reason=Reason.INVALID_INPUT,
+            ) from None
         except ValueError as exc:
             raise GenkitError(
                 Status.INVALID_ARGUMENT,
-                f"{cls.__name__} is not valid JSON: {exc}; send a JSON object",
+                f"{name} is not valid JSON: {exc}; send a JSON object",
                 reason=Reason.INVALID_INPUT,
             ) from None
+    found = json_problem(data, "$", MAX_WIRE_DEPTH, check_text=False)
+    if found is not None:
+        where, problem = found
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"{name} JSON is invalid: {short_path(where)} {problem}; send JSON nested at most {MAX_WIRE_DEPTH} "
+            "levels deep, with string keys and finite numbers",
+            details={"problems": [f"{problem} at {where}"]},
+            reason=Reason.INVALID_INPUT,
+        )
+    if attrs.has(cls) and not isinstance(data, Mapping):
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"{name} JSON is invalid: expected a JSON object at $, got {_json_kind(data)}; send a JSON object",
+            details={"problems": [f"expected a JSON object, got {_json_kind(data)} at $"]},
+            reason=Reason.INVALID_INPUT,
+        )
     try:
         return converter.structure(data, cls)
-    except (ClassValidationError, IterableValidationError, ForbiddenExtraKeysError, TypeError, ValueError) as exc:
+    except (
+        ClassValidationError,
+        IterableValidationError,
+        ForbiddenExtraKeysError,
+        GenkitError,
+        TypeError,
+        ValueError,
+    ) as exc:
         problems = _describe(exc, "$")
         raise GenkitError(
             Status.INVALID_ARGUMENT,
-            f"{cls.__name__} JSON is invalid: {'; '.join(problems)}; fix the field(s) named and send it again",
+            f"{name} JSON is invalid: {'; '.join(problems)}; fix the field(s) named and send it again",
             details={"problems": problems},
             reason=Reason.INVALID_INPUT,
         ) from None
@@ -352,4 +388,11 @@ def _describe(exc: BaseException, path: str) -> list[str]:
         return lines
     if isinstance(exc, KeyError):
         return [f"a required key is missing at {path}"]
+    if isinstance(exc, GenkitError):
+        details = exc.details if isinstance(exc.details, Mapping) else {}
+        field = details.get("field")
+        if isinstance(field, str) and "problem" in details:
+            step = f"{path}.{_camel(field.split('[')[0].split('.')[0])}{details.get('inner', '')}"
+            return [f"{details['problem']} at {short_path(step)}"]
+        return [f"{exc.message} at {path}"]
     return [f"{exc} at {path}"]

@@ -22,6 +22,7 @@ from genkit_sessions.stores.protocol import Context, Mutator
 __all__ = [
     "abort_mutator",
     "abort_through",
+    "check_mutator",
     "check_parent",
     "default_tenant",
     "heartbeat_mutator",
@@ -55,6 +56,17 @@ def tenant_key(tenant_of: Callable[[Context], str], context: Context) -> str:
     return tenant
 
 
+def check_mutator(mutator: object) -> None:
+    """INVALID_ARGUMENT unless ``mutator`` is callable (checked before anything is read)."""
+    if not callable(mutator):
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"save_snapshot takes a mutator function, got {type(mutator).__name__}; pass a function of the "
+            "current snapshot (or None) that returns the snapshot to write, for example `lambda _: snapshot`",
+            reason=Reason.INVALID_INPUT,
+        )
+
+
 def require_one_selector(snapshot_id: str | None, session_id: str | None) -> tuple[str | None, str | None]:
     """S1: exactly one of snapshot id and session id, and that one a valid id."""
     if (snapshot_id is None) == (session_id is None):
@@ -83,6 +95,7 @@ def next_snapshot(
     The caller still owns S7 (:func:`check_parent`) for a new snapshot.
     """
     validate_id(snapshot_id, "snapshot_id", Reason.INVALID_SNAPSHOT_ID)
+    check_mutator(mutator)
     result: Any = mutator(existing)
     if inspect.isawaitable(result):
         if inspect.iscoroutine(result):
@@ -255,15 +268,45 @@ def heartbeat_through(save: Save, snapshot_id: str, now: str) -> SessionSnapshot
 def restorable(snapshot: SessionSnapshot) -> tuple[SessionSnapshot, str]:
     """A snapshot as ``restore_snapshots`` stores it (its sessionId filled from its state), and that id.
 
-    INVALID_ARGUMENT (SESSION_ID_REQUIRED) when it names no session anywhere.
+    A restore skips stamping and the write rules S5-S7 on purpose (it imports data as it was, broken
+    chains included, for the resolver to report), and nothing else: INVALID_ARGUMENT when the item is not
+    a snapshot, when an id (snapshot, session, parent) breaks section 4, or when the snapshot names no
+    session anywhere (SESSION_ID_REQUIRED), so a restored session can always be read, listed and deleted.
     """
-    session_id = snapshot.session_id or (snapshot.state.session_id if snapshot.state else None)
+    if not isinstance(snapshot, SessionSnapshot):
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"restore_snapshots takes SessionSnapshot objects, got {type(snapshot).__name__}; "
+            "decode JSON with from_wire(SessionSnapshot, data)",
+            reason=Reason.INVALID_INPUT,
+        )
+    validate_id(snapshot.snapshot_id, "snapshotId", Reason.INVALID_SNAPSHOT_ID)
+    if snapshot.parent_id is not None:
+        validate_id(snapshot.parent_id, "parentId", Reason.INVALID_SNAPSHOT_ID)
+    if snapshot.effective_status is SnapshotStatus.EXPIRED:
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"snapshot {snapshot.snapshot_id!r}: 'expired' is computed on read and never stored; "
+            "restore it as 'pending' (it reads as expired once its heartbeat lapses) or as 'aborted'",
+            reason=Reason.INVALID_INPUT,
+        )
+    top = snapshot.session_id
+    inner = snapshot.state.session_id if snapshot.state is not None else None
+    if top is not None and inner is not None and top != inner:
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"snapshot {snapshot.snapshot_id!r} names session {top!r} but its state names {inner!r}; "
+            "make sessionId and state.sessionId agree",
+            reason=Reason.INVALID_SESSION_ID,
+        )
+    session_id = top or inner
     if session_id is None:
         raise GenkitError(
             Status.INVALID_ARGUMENT,
             f"snapshot {snapshot.snapshot_id!r} has no sessionId; every stored snapshot needs one",
             reason=Reason.SESSION_ID_REQUIRED,
         )
+    validate_id(session_id, "sessionId", Reason.INVALID_SESSION_ID)
     restored = snapshot if snapshot.session_id == session_id else attrs.evolve(snapshot, session_id=session_id)
     return restored, session_id
 
