@@ -149,9 +149,26 @@ def _at_field(exc: Exception, name: str, cls: type) -> Exception:
     return exc
 
 
+def _folded(key: str) -> str:
+    """A key with case and separators folded away: ``sessionID``, ``session_id`` and ``Session-Id`` agree."""
+    return key.replace("_", "").replace("-", "").replace(" ", "").casefold()
+
+
+def near_miss(key: str, known: Mapping[str, str]) -> str | None:
+    """The known key ``key`` is a near miss of (same letters, other case or separators), or None."""
+    found = known.get(_folded(key))
+    return found if found is not None and found != key else None
+
+
+def _near_miss_error(cls: type, key: str, meant: str) -> Exception:
+    what = "a part kind" if cls is UnknownPart else f"a {cls.__name__} field"
+    return ValueError(f"the key {key!r} is not {what} but looks like {meant!r}; keys are camelCase: send {meant!r}")
+
+
 def _extra_structure_factory(cls: type) -> Callable[[Any, Any], Any]:
     wire_fields = [f for f in attrs.fields(attrs.resolve_types(cls)) if f.name != "extra"]
     known = frozenset(_camel(f.name) for f in wire_fields)
+    folded = {_folded(k): k for k in known}
     # cattrs would read any iterable as an array (an object as its keys), so arrays are checked here.
     arrays = tuple((_camel(f.name), f.name) for f in wire_fields if _is_array(f.type))
     required = _REQUIRED_KEYS.get(cls, ())
@@ -186,6 +203,10 @@ def _extra_structure_factory(cls: type) -> Callable[[Any, Any], Any]:
                 except ValueError as exc:
                     raise ValueError(f"{exc} at key {_camel(name)!r}") from None
         unknown = {k: v for k, v in data.items() if k not in known}
+        for key in unknown:
+            meant = near_miss(key, folded)
+            if meant is not None:
+                raise _near_miss_error(cls, key, meant)
         for key, form in kept_forms:
             if key in data and type(data[key]) is type(form) and data[key] == form:
                 unknown[key] = form
@@ -232,6 +253,9 @@ _PART_KINDS: dict[str, type] = {
 any other kind (kept in that part's ``extra``), and is the kind only when it is alone."""
 
 
+_FOLDED_PART_KINDS = {_folded(kind): kind for kind in (*_PART_KINDS, "custom", "metadata")}
+
+
 def _structure_part(data: Any, _: Any) -> Any:
     if not isinstance(data, Mapping):
         raise TypeError(f"expected a JSON object for a part, got {_json_kind(data)}")
@@ -245,6 +269,10 @@ def _structure_part(data: Any, _: Any) -> Any:
         return converter.structure(data, _PART_KINDS[kinds[0]])
     if data.get("custom") is not None:
         return converter.structure(data, CustomPart)
+    for key in data:
+        meant = near_miss(key, _FOLDED_PART_KINDS)
+        if meant is not None:
+            raise _near_miss_error(UnknownPart, key, meant)
     return UnknownPart(data)
 
 
@@ -373,7 +401,10 @@ def _describe(exc: BaseException, path: str) -> list[str]:
     """Flatten a cattrs error tree into ``"<problem> at <json path>"`` lines, camelCase keys."""
     if isinstance(exc, ForbiddenExtraKeysError):
         keys = ", ".join(sorted(exc.extra_fields))
-        return [f"unknown key(s) {keys} at {path} (keys are camelCase: sessionId, snapshotId, state)"]
+        folded = {_folded(_camel(f.name)): _camel(f.name) for f in attrs.fields(exc.cl)}
+        hints = [f"{k!r} looks like {near_miss(k, folded)!r}" for k in sorted(exc.extra_fields) if near_miss(k, folded)]
+        hint = f"; {', '.join(hints)}" if hints else ""
+        return [f"unknown key(s) {keys} at {path} (keys are camelCase: sessionId, snapshotId, state{hint})"]
     if isinstance(exc, (ClassValidationError, IterableValidationError)):
         lines: list[str] = []
         with_notes, without_notes = exc.group_exceptions()
