@@ -50,6 +50,7 @@ from genkit_sessions.stores.write_rules import (
     heartbeat_mutator,
     heartbeat_through,
     require_one_selector,
+    required_tenant,
     tenant_key,
 )
 
@@ -91,6 +92,7 @@ class DynamoDBSessionStore:
         retry_mode: str = "standard",
         max_retries: int = 5,
         tenant_of: TenantFn = default_tenant,
+        require_tenant: bool = False,
         clock: Clock = utc_now,
         checkpoint_every: int = 5,
         ttl: timedelta | None = None,
@@ -136,6 +138,9 @@ class DynamoDBSessionStore:
         rules.check_int_option("max_retries", max_retries, 0)
         rules.check_callable("tenant_of", tenant_of, "tenant_of=lambda context: context['org']")
         rules.check_callable("clock", clock, "clock=genkit_sessions.model.clock.utc_now")
+        rules.check_option("require_tenant", require_tenant, isinstance(require_tenant, bool), "a bool", "True")
+        if require_tenant:
+            tenant_of = required_tenant(tenant_of)
         rules.check_int_option("checkpoint_every", checkpoint_every, 2)
         rules.check_ttl(ttl)
         rules.check_option(

@@ -43,6 +43,7 @@ from genkit_sessions.stores.write_rules import (
     leaf_of,
     next_snapshot,
     require_one_selector,
+    required_tenant,
     restorable,
     tenant_key,
 )
@@ -108,12 +109,14 @@ class InMemorySessionStore:
         self,
         *,
         tenant_of: TenantFn = default_tenant,
+        require_tenant: bool = False,
         clock: Clock = utc_now,
         indexed_metadata: Iterable[str] = (),
     ) -> None:
         rules.check_callable("tenant_of", tenant_of, "tenant_of=lambda context: context['org']")
         rules.check_callable("clock", clock, "clock=genkit_sessions.model.clock.utc_now")
-        self._tenant_of = tenant_of
+        rules.check_option("require_tenant", require_tenant, isinstance(require_tenant, bool), "a bool", "True")
+        self._tenant_of = required_tenant(tenant_of) if require_tenant else tenant_of
         self._clock = clock
         self._stamp = MonotonicStamper(clock)
         self._indexed = rules.indexed_keys(indexed_metadata)

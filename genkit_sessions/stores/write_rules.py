@@ -17,30 +17,95 @@ import attrs
 from genkit_sessions.errors import GenkitError, Reason, Status
 from genkit_sessions.model.ids import validate_id
 from genkit_sessions.model.types import SessionSnapshot, SnapshotStatus
-from genkit_sessions.stores.protocol import Context, Mutator
+from genkit_sessions.stores.protocol import Context, Mutator, TenantFn
 
 __all__ = [
     "abort_mutator",
     "abort_through",
     "check_mutator",
     "check_parent",
+    "TENANT_KEY",
     "default_tenant",
     "heartbeat_mutator",
     "heartbeat_through",
     "leaf_of",
     "next_snapshot",
     "require_one_selector",
+    "required_tenant",
     "restorable",
     "tenant_key",
 ]
 
 
+TENANT_KEY = "tenant"
+"""The context key the default tenant function reads."""
+
+
+def _tenant_near_misses(context: Mapping[str, Any]) -> list[str]:
+    """Context keys that look like a try at naming the tenant (``tenantId``, ``Tenant``, ``tenant_id``)."""
+    return [
+        key
+        for key in context
+        if isinstance(key, str)
+        and key != TENANT_KEY
+        and key.replace("_", "").replace("-", "").lower().startswith("tenant")
+    ]
+
+
 def default_tenant(context: Context) -> str:
-    """The tenant named by ``context["tenant"]``; the empty string when there is none."""
-    if not context:
+    """The tenant named by ``context["tenant"]``; the empty string (the default tenant) when the
+    context is None or names none.
+
+    Fails closed rather than guess: a context that is not a mapping, a tenant that is not a
+    non-empty string (``1`` and ``"1"`` are not one tenant), or a key such as ``tenantId`` that
+    looks meant to name one are INVALID_ARGUMENT.
+    """
+    if context is None:
         return ""
-    tenant = context.get("tenant") if isinstance(context, Mapping) else None
-    return "" if tenant is None else str(tenant)
+    if not isinstance(context, Mapping):
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"context must be a mapping or None, got {type(context).__name__}; name the tenant as "
+            f"context={{'{TENANT_KEY}': 'acme'}}",
+            reason=Reason.INVALID_INPUT,
+        )
+    tenant = context.get(TENANT_KEY)
+    if tenant is None:
+        misses = _tenant_near_misses(context)
+        if misses:
+            raise GenkitError(
+                Status.INVALID_ARGUMENT,
+                f"context names no tenant but has {', '.join(repr(k) for k in misses)}; the tenant goes under "
+                f"{TENANT_KEY!r}: context={{'{TENANT_KEY}': 'acme'}}",
+                reason=Reason.INVALID_INPUT,
+            )
+        return ""
+    if not isinstance(tenant, str) or not tenant:
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"context[{TENANT_KEY!r}] must be a non-empty string, got {tenant!r} ({type(tenant).__name__}); "
+            "tenants are compared as strings, so pass the tenant's id as a str",
+            reason=Reason.INVALID_INPUT,
+        )
+    return tenant
+
+
+def required_tenant(tenant_of: TenantFn = default_tenant) -> TenantFn:
+    """A tenant function that refuses a context naming no tenant (INVALID_ARGUMENT) instead of using the
+    default tenant: what ``require_tenant=True`` configures on a store."""
+
+    def tenant(context: Context) -> str:
+        found = tenant_of(context)
+        if found == "":
+            raise GenkitError(
+                Status.INVALID_ARGUMENT,
+                "this store requires a tenant and the context names none; pass "
+                f"context={{'{TENANT_KEY}': 'acme'}} (the store was made with require_tenant=True)",
+                reason=Reason.INVALID_INPUT,
+            )
+        return found
+
+    return tenant
 
 
 def tenant_key(tenant_of: Callable[[Context], str], context: Context) -> str:
