@@ -48,10 +48,12 @@ from genkit_sessions.stores.protocol import (
 from genkit_sessions.stores.write_rules import (
     abort_mutator,
     abort_through,
+    check_mutator,
     default_tenant,
     heartbeat_mutator,
     heartbeat_through,
     require_one_selector,
+    required_tenant,
     tenant_key,
 )
 
@@ -67,8 +69,10 @@ class DynamoDBSessionStore:
     errors with backoff before the store sees them.
 
     Options: ``tenant_of`` maps a request context to a tenant key (a key
-    prefix); ``clock`` is the time source; ``checkpoint_every`` (5) is how many
-    deltas a page folds, and how many pages a page of the next level folds;
+    prefix; by default ``context["tenant"]``, else the default tenant);
+    ``require_tenant=True`` refuses a context naming no tenant; ``clock`` is
+    the time source; ``checkpoint_every`` (5) is how many deltas a page folds,
+    and how many pages a page of the next level folds;
     ``ttl`` gives every item of a session tree one expiry, counted from its root
     snapshot; ``orphan_ttl`` (1 day) is the expiry of blob parts written ahead of
     a commit; ``max_attempts`` (10) bounds retries of a contended save before
@@ -91,6 +95,7 @@ class DynamoDBSessionStore:
         retry_mode: str = "standard",
         max_retries: int = 5,
         tenant_of: TenantFn = default_tenant,
+        require_tenant: bool = False,
         clock: Clock = utc_now,
         checkpoint_every: int = 5,
         ttl: timedelta | None = None,
@@ -105,18 +110,63 @@ class DynamoDBSessionStore:
         aio_connections: int = 100,
         indexed_metadata: Iterable[str] = (),
     ) -> None:
-        if not table_name or not isinstance(table_name, str):
-            raise GenkitError(Status.INVALID_ARGUMENT, "table_name must be a non-empty string naming the table")
-        if checkpoint_every < 2:
-            raise GenkitError(Status.INVALID_ARGUMENT, f"checkpoint_every must be at least 2, got {checkpoint_every}")
-        if not 1_000 <= chunk_bytes <= 390_000:
+        if not isinstance(table_name, str) or not table_name:
             raise GenkitError(
-                Status.INVALID_ARGUMENT, "chunk_bytes must be between 1000 and 390000 (items cap at 400 KB)"
+                Status.INVALID_ARGUMENT,
+                f"table_name must be a non-empty string naming the table, got {table_name!r}",
+                reason=Reason.INVALID_INPUT,
             )
-        if max_attempts < 1 or aio_connections < 1:
-            raise GenkitError(Status.INVALID_ARGUMENT, "max_attempts and aio_connections must be at least 1")
-        if not 1 <= head_ids <= 500:
-            raise GenkitError(Status.INVALID_ARGUMENT, f"head_ids must be between 1 and 500, got {head_ids}")
+        if client is not None and (isinstance(client, (str, bytes)) or not hasattr(client, "transact_write_items")):
+            raise GenkitError(
+                Status.INVALID_ARGUMENT,
+                f"client must be a boto3 DynamoDB client or None, got {client!r}; a region or endpoint goes by "
+                "keyword: DynamoDBSessionStore('table', region_name='eu-west-1')",
+                reason=Reason.INVALID_INPUT,
+            )
+        for name, text in (("region_name", region_name), ("endpoint_url", endpoint_url)):
+            rules.check_option(
+                name,
+                text,
+                text is None or (isinstance(text, str) and bool(text)),
+                "a non-empty string or None",
+                f"{name}='eu-west-1'" if name == "region_name" else f"{name}='http://localhost:8000'",
+            )
+        rules.check_option(
+            "retry_mode",
+            retry_mode,
+            retry_mode in ("standard", "adaptive", "legacy"),
+            "'standard', 'adaptive' or 'legacy'",
+            "retry_mode='standard'",
+        )
+        rules.check_int_option("max_retries", max_retries, 0)
+        rules.check_callable("tenant_of", tenant_of, "tenant_of=lambda context: context['org']")
+        rules.check_callable("clock", clock, "clock=genkit_sessions.model.clock.utc_now")
+        rules.check_option("require_tenant", require_tenant, isinstance(require_tenant, bool), "a bool", "True")
+        if require_tenant:
+            tenant_of = required_tenant(tenant_of)
+        rules.check_int_option("checkpoint_every", checkpoint_every, 2)
+        rules.check_ttl(ttl)
+        rules.check_option(
+            "orphan_ttl",
+            orphan_ttl,
+            isinstance(orphan_ttl, timedelta) and orphan_ttl > timedelta(0),
+            "a positive datetime.timedelta",
+            "orphan_ttl=timedelta(days=1)",
+        )
+        rules.check_int_option("max_attempts", max_attempts, 1)
+        rules.check_int_option("chunk_bytes", chunk_bytes, 1_000, 390_000)
+        rules.check_number_option("watch_interval", watch_interval)
+        rules.check_number_option("watch_max_interval", watch_max_interval)
+        rules.check_int_option("cache_size", cache_size, 0)
+        rules.check_int_option("head_ids", head_ids, 1, 500)
+        rules.check_option(
+            "executor",
+            executor,
+            executor is None or isinstance(executor, concurrent.futures.Executor),
+            "a concurrent.futures.Executor or None",
+            "executor=ThreadPoolExecutor(8)",
+        )
+        rules.check_int_option("aio_connections", aio_connections, 1)
         self.table_name = table_name
         self._client = (
             client if client is not None else build_client(region_name, endpoint_url, retry_mode, max_retries)
@@ -628,6 +678,7 @@ def _save_steps(
     engine: Engine, snapshot_id: str, mutator: Mutator, context: Context, options: CallOptions | None
 ) -> Steps[SessionSnapshot | None]:
     validate_id(snapshot_id, "snapshot_id", Reason.INVALID_SNAPSHOT_ID)
+    check_mutator(mutator)
     tenant = tenant_key(engine.settings.tenant_of, effective_context(context, options))
     expected = options.expected_version if options is not None else None
     return _commit.save(engine, tenant, snapshot_id, mutator, expected)

@@ -8,10 +8,21 @@ store holds.
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any, NoReturn
 
-__all__ = ["FrozenDict", "freeze", "thaw"]
+from genkit_sessions.errors import GenkitError, Reason, Status
+
+__all__ = ["MAX_JSON_DEPTH", "FrozenDict", "freeze", "check_json", "json_problem", "short_path", "text_problem", "thaw"]
+
+MAX_JSON_DEPTH = 64
+"""How deeply free-form JSON (custom state, part data, metadata, tool input) may nest objects and
+arrays. Deeper values are refused when a model object is built, in every store alike, instead of
+exhausting the stack of whichever component first walks them."""
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def _immutable(self: object, *args: object, **kwargs: object) -> NoReturn:
@@ -27,7 +38,7 @@ class FrozenDict(dict):  # type: ignore[type-arg]
     work unchanged.
     """
 
-    __slots__ = ("_hash",)
+    __slots__ = ("_hash", "_height")
 
     __setitem__ = _immutable
     __delitem__ = _immutable
@@ -41,6 +52,8 @@ class FrozenDict(dict):  # type: ignore[type-arg]
     def __init__(self, items: Mapping[str, Any] | Iterable[tuple[str, Any]] = ()) -> None:
         dict.__init__(self, items)
         self._hash: int | None = None
+        self._height: int | None = None
+        """How deeply it nests, once :func:`freeze` has checked it is JSON (None until then)."""
 
     def __hash__(self) -> int:  # type: ignore[override]
         if self._hash is None:
@@ -60,17 +73,112 @@ class FrozenDict(dict):  # type: ignore[type-arg]
         return self
 
 
-def freeze(value: Any) -> Any:
-    """Return ``value`` with every dict made a :class:`FrozenDict` and every list a tuple."""
+def text_problem(value: str) -> str | None:
+    """What makes ``value`` unusable as JSON text (a lone surrogate), or None when it is fine."""
+    surrogate = _SURROGATE.search(value)
+    if surrogate is None:
+        return None
+    return f"is not valid Unicode (lone surrogate U+{ord(surrogate.group()):04X} at index {surrogate.start()})"
+
+
+def json_problem(
+    value: Any, path: str = "$", max_depth: int = MAX_JSON_DEPTH, *, check_text: bool = True
+) -> tuple[str, str] | None:
+    """The first reason ``value`` is not a JSON value a store can keep, as ``(path, problem)``; None when
+    it is one. JSON here means objects with string keys, arrays, strings of valid Unicode, finite
+    numbers, booleans and null, nested at most ``max_depth`` levels. Iterative, so any depth is safe.
+    ``check_text=False`` leaves string values to the caller (the wire decoder lets each field judge its
+    own, so an id gets the id rules' reason)."""
+    stack: list[tuple[Any, str, int]] = [(value, path, 0)]
+    while stack:
+        item, where, depth = stack.pop()
+        if item is None or isinstance(item, (bool, int)):
+            continue
+        if isinstance(item, str):
+            problem = text_problem(item) if check_text else None
+            if problem is not None:
+                return where, f"the string {problem}"
+            continue
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return where, f"{item!r} is not a JSON number (JSON has no NaN or Infinity)"
+            continue
+        if isinstance(item, FrozenDict) and item._height is not None:
+            if depth + item._height > max_depth:
+                return where, f"nests more than {max_depth} levels of objects and arrays"
+            continue
+        if isinstance(item, (Mapping, list, tuple)):
+            if depth >= max_depth:
+                return where, f"nests more than {max_depth} levels of objects and arrays"
+            if isinstance(item, Mapping):
+                for key, child in item.items():
+                    if not isinstance(key, str):
+                        return where, f"has the key {key!r} ({type(key).__name__}); JSON object keys are strings"
+                    problem = text_problem(key)
+                    if problem is not None:
+                        return where, f"has a key that {problem}"
+                    step = f"{where}.{key}" if key.isidentifier() else f"{where}[{key!r}]"
+                    stack.append((child, step, depth + 1))
+            else:
+                stack.extend((child, f"{where}[{i}]", depth + 1) for i, child in enumerate(item))
+            continue
+        return where, f"is a {type(item).__name__}, which JSON cannot hold"
+    return None
+
+
+def short_path(path: str, limit: int = 100) -> str:
+    """A JSON path cut in the middle when it is too long to read."""
+    return path if len(path) <= limit else f"{path[: limit // 2]}...{path[-limit // 2 :]}"
+
+
+def check_json(value: Any, what: str) -> None:
+    """Raise INVALID_ARGUMENT naming ``what`` and the path when ``value`` is not storable JSON."""
+    found = json_problem(value, what)
+    if found is not None:
+        where, problem = found
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"{short_path(where)}: {problem}; pass JSON data only: dicts with string keys, lists, strings, finite "
+            f"numbers, booleans and None, nested at most {MAX_JSON_DEPTH} deep",
+            details={"field": what, "inner": where[len(what) :], "problem": problem},
+            reason=Reason.INVALID_INPUT,
+        )
+
+
+def freeze(value: Any, what: str = "value") -> Any:
+    """Return ``value`` with every dict made a :class:`FrozenDict` and every list a tuple.
+
+    Raises :class:`GenkitError` (INVALID_ARGUMENT) naming ``what`` and the path of the first
+    part that is not JSON (see :func:`json_problem`).
+    """
     if isinstance(value, (str, int, float, bool)) or value is None:
+        if isinstance(value, (str, float)):
+            check_json(value, what)
         return value
-    if isinstance(value, FrozenDict):
+    if isinstance(value, FrozenDict) and value._height is not None:
         return value
+    check_json(value, what)
+    return _freeze(value)[0]
+
+
+def _freeze(value: Any) -> tuple[Any, int]:
+    """The frozen value and how many levels of objects and arrays it nests (0 for a scalar)."""
+    if isinstance(value, FrozenDict) and value._height is not None:
+        return value, value._height
     if isinstance(value, Mapping):
-        return FrozenDict((k, freeze(v)) for k, v in value.items())
+        height = 0
+        items = []
+        for k, v in value.items():
+            child, child_height = _freeze(v)
+            items.append((k, child))
+            height = max(height, child_height)
+        frozen = FrozenDict(items)
+        frozen._height = height + 1
+        return frozen, frozen._height
     if isinstance(value, (list, tuple)):
-        return tuple(freeze(v) for v in value)
-    return value
+        children = [_freeze(v) for v in value]
+        return tuple(c for c, _ in children), 1 + max((h for _, h in children), default=0)
+    return value, 0
 
 
 def thaw(value: Any) -> Any:

@@ -10,13 +10,14 @@ and writes it back on encode, so nothing is lost in a round trip.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
-from typing import Any, Union
+from typing import Any, Union, get_args
 
 import attrs
 
-from genkit_sessions.model.frozen_json import FrozenDict, freeze
+from genkit_sessions.errors import GenkitError, Reason, Status
+from genkit_sessions.model.frozen_json import FrozenDict, freeze, text_problem
 
 __all__ = [
     "TERMINAL_STATUSES",
@@ -103,8 +104,32 @@ _NOTHING = FrozenDict()
 """The empty mapping every object without unknown keys shares (it is immutable)."""
 
 
-def _frozen_mapping(value: Mapping[str, Any] | None) -> FrozenDict:
-    return _NOTHING if not value else freeze(value)
+def _invalid(where: str, problem: str, advice: str) -> GenkitError:
+    """INVALID_ARGUMENT for a field; ``details`` say which (the wire decoder turns it into a JSON path)."""
+    field = where.split(".", 1)[1] if "." in where else None
+    return GenkitError(
+        Status.INVALID_ARGUMENT,
+        f"{where}: {problem}; {advice}",
+        details={"field": field, "problem": problem},
+        reason=Reason.INVALID_INPUT,
+    )
+
+
+def _where(instance: Any, attribute: attrs.Attribute[Any]) -> str:
+    return f"{type(instance).__name__}.{attribute.name}"
+
+
+def _kind(value: Any) -> str:
+    return "None" if value is None else type(value).__name__
+
+
+def _frozen_mapping(value: Mapping[str, Any] | None, what: str = "extra") -> FrozenDict:
+    if value is None or (isinstance(value, Mapping) and not value):
+        return _NOTHING
+    if not isinstance(value, Mapping):
+        raise _invalid(what, f"must be a mapping of wire keys to JSON values, got {_kind(value)}", "pass a dict")
+    frozen: FrozenDict = freeze(value, what)
+    return frozen
 
 
 def _extra() -> Any:
@@ -112,12 +137,103 @@ def _extra() -> Any:
     return attrs.field(default=_NOTHING, converter=_frozen_mapping, kw_only=True, repr=False)
 
 
-def _json(default: Any = None) -> Any:
-    return attrs.field(default=default, converter=freeze)
+def _json(name: str) -> Any:
+    """A free-form JSON field, frozen and checked (see :func:`~genkit_sessions.model.frozen_json.json_problem`)."""
+    return attrs.field(default=None, converter=lambda value: freeze(value, name))
+
+
+def _text(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """A string of valid Unicode (strings are the only scalars both stores keep byte for byte)."""
+    if not isinstance(value, str):
+        raise _invalid(_where(instance, attribute), f"must be a string, got {_kind(value)}", "pass a str")
+    problem = text_problem(value)
+    if problem is not None:
+        raise _invalid(_where(instance, attribute), problem, "pass well-formed text")
+
+
+def _optional_text(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None:
+        _text(instance, attribute, value)
+
+
+def _optional_string(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """An id field: a string or None here; the id rules (section 4) are the store's and the resolver's,
+    so each reports its own reason (INVALID_SNAPSHOT_ID, INVALID_SESSION_ID)."""
+    if value is not None and not isinstance(value, str):
+        raise _invalid(_where(instance, attribute), f"must be a string id or None, got {_kind(value)}", "pass a str")
+
+
+def _string(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, str):
+        raise _invalid(_where(instance, attribute), f"must be a string id, got {_kind(value)}", "pass a str")
+
+
+def _optional_bool(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not isinstance(value, bool):
+        raise _invalid(_where(instance, attribute), f"must be True, False or None, got {_kind(value)}", "pass a bool")
+
+
+def _timestamp(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """An ISO-8601 timestamp; ``""`` (created_at only) means "the store fills it in"."""
+    if value is None and attribute.name != "created_at":
+        return
+    _text(instance, attribute, value)
+    if value == "" and attribute.name == "created_at":
+        return
+    from genkit_sessions.model.clock import parse_timestamp
+
+    try:
+        parse_timestamp(value)
+    except ValueError:
+        raise _invalid(
+            _where(instance, attribute),
+            f"{value!r} is not an ISO-8601 timestamp",
+            "pass one such as '2026-01-31T12:00:00.000000Z', or leave it unset for the store to stamp",
+        ) from None
+
+
+def _instance(kind: type, label: str, optional: bool = False) -> Any:
+    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if value is None and optional:
+            return
+        if not isinstance(value, kind):
+            raise _invalid(
+                _where(instance, attribute),
+                f"must be {label}{' or None' if optional else ''}, got {_kind(value)}",
+                f"build one with {kind.__name__}(...) or decode JSON with from_wire({kind.__name__}, data)",
+            )
+
+    return check
+
+
+def _members(kinds: Callable[[], tuple[type, ...]], label: str) -> Any:
+    """Every member of a tuple field is one of ``kinds()`` (a function, so later classes can be named)."""
+
+    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if value is None:
+            return
+        allowed = kinds()
+        for index, item in enumerate(value):
+            if not isinstance(item, allowed):
+                raise _invalid(
+                    f"{_where(instance, attribute)}[{index}]",
+                    f"must be {label}, got {_kind(item)}",
+                    f"pass a sequence of {label} objects (from_wire decodes JSON into them)",
+                )
+
+    return check
 
 
 def _tuple(value: Iterable[Any]) -> tuple[Any, ...]:
-    return value if isinstance(value, tuple) else tuple(value)
+    if isinstance(value, tuple):
+        return value
+    if isinstance(value, (str, bytes, bytearray, Mapping)) or not isinstance(value, Iterable):
+        raise _invalid(
+            "a sequence field",
+            f"must be a list or tuple, got {_kind(value)}",
+            "wrap a single item in a list: [item]",
+        )
+    return tuple(value)
 
 
 def _optional_tuple(value: Iterable[Any] | None) -> tuple[Any, ...] | None:
@@ -129,7 +245,9 @@ def _role(value: Role | str) -> Role | str:
     if isinstance(value, Role):
         return value
     if not isinstance(value, str):
-        raise TypeError(f"a message role is a string, got {type(value).__name__}")
+        raise _invalid(
+            "Message.role", f"must be a string, got {_kind(value)}", "pass 'user', 'model', 'system' or 'tool'"
+        )
     return _ROLES.get(value, value)
 
 
@@ -138,12 +256,37 @@ def _parent(value: str | None) -> str | None:
     return None if value == "" else value
 
 
+def _enum_member(kind: type[enum.Enum], field: str) -> Callable[[Any], Any]:
+    def convert(value: Any) -> Any:
+        if value is None or isinstance(value, kind):
+            return value
+        if isinstance(value, str):
+            try:
+                return kind(value)
+            except ValueError:
+                pass
+        allowed = ", ".join(repr(m.value) for m in kind)
+        raise _invalid(field, f"{value!r} is not one of {allowed}", f"pass one of them or a {kind.__name__} member")
+
+    return convert
+
+
+_status_member = _enum_member(SnapshotStatus, "status")
+_finish_reason_member = _enum_member(FinishReason, "finish_reason")
+
+
 def _optional_status(value: SnapshotStatus | str | None) -> SnapshotStatus | None:
-    return None if value is None else SnapshotStatus(value)
+    status: SnapshotStatus | None = _status_member(value)
+    return status
 
 
 def _optional_finish_reason(value: FinishReason | str | None) -> FinishReason | None:
-    return None if value is None else FinishReason(value)
+    reason: FinishReason | None = _finish_reason_member(value)
+    return reason
+
+
+def _unknown_fields(value: Mapping[str, Any]) -> FrozenDict:
+    return _frozen_mapping(value, "UnknownPart.fields")
 
 
 # --- parts ---------------------------------------------------------------------------------
@@ -153,8 +296,8 @@ def _optional_finish_reason(value: FinishReason | str | None) -> FinishReason | 
 class Media:
     """A media reference: a URL (often a data: URL) and its content type."""
 
-    url: str
-    content_type: str | None = None
+    url: str = attrs.field(validator=_text)
+    content_type: str | None = attrs.field(default=None, validator=_optional_text)
     extra: FrozenDict = _extra()
 
 
@@ -162,10 +305,10 @@ class Media:
 class ToolRequest:
     """A model's request to call a tool. ``partial`` marks a request still being streamed."""
 
-    name: str
-    ref: str | None = None
-    input: Any = _json()
-    partial: bool | None = None
+    name: str = attrs.field(validator=_text)
+    ref: str | None = attrs.field(default=None, validator=_optional_text)
+    input: Any = _json("input")
+    partial: bool | None = attrs.field(default=None, validator=_optional_bool)
     extra: FrozenDict = _extra()
 
 
@@ -174,10 +317,12 @@ class ToolResponse:
     """A tool's answer to a :class:`ToolRequest`: its JSON ``output`` and, for tools that
     answer with rich content (text, media), ``content`` as parts."""
 
-    name: str
-    ref: str | None = None
-    output: Any = _json()
-    content: tuple[Part, ...] | None = attrs.field(default=None, converter=_optional_tuple)
+    name: str = attrs.field(validator=_text)
+    ref: str | None = attrs.field(default=None, validator=_optional_text)
+    output: Any = _json("output")
+    content: tuple[Part, ...] | None = attrs.field(
+        default=None, converter=_optional_tuple, validator=_members(lambda: PART_TYPES, "a part")
+    )
     extra: FrozenDict = _extra()
 
 
@@ -185,7 +330,7 @@ class ToolResponse:
 class Resource:
     """A reference to an external resource by URI."""
 
-    uri: str
+    uri: str = attrs.field(validator=_text)
     extra: FrozenDict = _extra()
 
 
@@ -193,9 +338,9 @@ class Resource:
 class TextPart:
     """Plain text."""
 
-    text: str
-    metadata: Any = _json()
-    custom: Any = _json()
+    text: str = attrs.field(validator=_text)
+    metadata: Any = _json("metadata")
+    custom: Any = _json("custom")
     extra: FrozenDict = _extra()
 
 
@@ -203,9 +348,9 @@ class TextPart:
 class MediaPart:
     """An image, audio or other media item."""
 
-    media: Media
-    metadata: Any = _json()
-    custom: Any = _json()
+    media: Media = attrs.field(validator=_instance(Media, "a Media"))
+    metadata: Any = _json("metadata")
+    custom: Any = _json("custom")
     extra: FrozenDict = _extra()
 
 
@@ -213,9 +358,9 @@ class MediaPart:
 class ToolRequestPart:
     """A tool call requested by the model."""
 
-    tool_request: ToolRequest
-    metadata: Any = _json()
-    custom: Any = _json()
+    tool_request: ToolRequest = attrs.field(validator=_instance(ToolRequest, "a ToolRequest"))
+    metadata: Any = _json("metadata")
+    custom: Any = _json("custom")
     extra: FrozenDict = _extra()
 
 
@@ -223,9 +368,9 @@ class ToolRequestPart:
 class ToolResponsePart:
     """The result of a tool call."""
 
-    tool_response: ToolResponse
-    metadata: Any = _json()
-    custom: Any = _json()
+    tool_response: ToolResponse = attrs.field(validator=_instance(ToolResponse, "a ToolResponse"))
+    metadata: Any = _json("metadata")
+    custom: Any = _json("custom")
     extra: FrozenDict = _extra()
 
 
@@ -233,9 +378,9 @@ class ToolResponsePart:
 class DataPart:
     """Structured JSON data."""
 
-    data: Any = _json()
-    metadata: Any = _json()
-    custom: Any = _json()
+    data: Any = _json("data")
+    metadata: Any = _json("metadata")
+    custom: Any = _json("custom")
     extra: FrozenDict = _extra()
 
 
@@ -243,8 +388,8 @@ class DataPart:
 class CustomPart:
     """Plugin-defined content."""
 
-    custom: Any = _json()
-    metadata: Any = _json()
+    custom: Any = _json("custom")
+    metadata: Any = _json("metadata")
     extra: FrozenDict = _extra()
 
 
@@ -252,9 +397,9 @@ class CustomPart:
 class ReasoningPart:
     """A model's reasoning text."""
 
-    reasoning: str
-    metadata: Any = _json()
-    custom: Any = _json()
+    reasoning: str = attrs.field(validator=_text)
+    metadata: Any = _json("metadata")
+    custom: Any = _json("custom")
     extra: FrozenDict = _extra()
 
 
@@ -262,9 +407,9 @@ class ReasoningPart:
 class ResourcePart:
     """A reference to a resource."""
 
-    resource: Resource
-    metadata: Any = _json()
-    custom: Any = _json()
+    resource: Resource = attrs.field(validator=_instance(Resource, "a Resource"))
+    metadata: Any = _json("metadata")
+    custom: Any = _json("custom")
     extra: FrozenDict = _extra()
 
 
@@ -272,7 +417,7 @@ class ResourcePart:
 class UnknownPart:
     """A part of a kind this version does not know, kept exactly as it came."""
 
-    fields: FrozenDict = attrs.field(converter=_frozen_mapping)
+    fields: FrozenDict = attrs.field(converter=_unknown_fields)
 
 
 Part = Union[  # noqa: UP007 (cattrs dispatches on this alias)
@@ -288,6 +433,9 @@ Part = Union[  # noqa: UP007 (cattrs dispatches on this alias)
 ]
 """One piece of message content: exactly one of the part kinds."""
 
+PART_TYPES: tuple[type, ...] = get_args(Part)
+"""The part classes, for ``isinstance`` checks."""
+
 
 # --- messages, artifacts, state -------------------------------------------------------------
 
@@ -299,9 +447,9 @@ class Message:
     ``role`` is a :class:`Role` for the four roles Genkit defines and the plain
     string for any other (Genkit accepts any role string, so we keep it)."""
 
-    role: Role | str = attrs.field(converter=_role)
-    content: tuple[Part, ...] = attrs.field(converter=_tuple)
-    metadata: Any = _json()
+    role: Role | str = attrs.field(converter=_role, validator=_text)
+    content: tuple[Part, ...] = attrs.field(converter=_tuple, validator=_members(lambda: PART_TYPES, "a part"))
+    metadata: Any = _json("metadata")
     extra: FrozenDict = _extra()
 
     @classmethod
@@ -319,9 +467,9 @@ class Message:
 class Artifact:
     """A named output of the session, such as a generated file."""
 
-    parts: tuple[Part, ...] = attrs.field(converter=_tuple)
-    name: str | None = None
-    metadata: Any = _json()
+    parts: tuple[Part, ...] = attrs.field(converter=_tuple, validator=_members(lambda: PART_TYPES, "a part"))
+    name: str | None = attrs.field(default=None, validator=_optional_text)
+    metadata: Any = _json("metadata")
     extra: FrozenDict = _extra()
 
 
@@ -334,10 +482,14 @@ class SessionState:
     tuples.
     """
 
-    session_id: str | None = None
-    messages: tuple[Message, ...] | None = attrs.field(default=None, converter=_optional_tuple)
-    custom: Any = _json()
-    artifacts: tuple[Artifact, ...] | None = attrs.field(default=None, converter=_optional_tuple)
+    session_id: str | None = attrs.field(default=None, validator=_optional_string)
+    messages: tuple[Message, ...] | None = attrs.field(
+        default=None, converter=_optional_tuple, validator=_members(lambda: (Message,), "a Message")
+    )
+    custom: Any = _json("custom")
+    artifacts: tuple[Artifact, ...] | None = attrs.field(
+        default=None, converter=_optional_tuple, validator=_members(lambda: (Artifact,), "an Artifact")
+    )
     extra: FrozenDict = _extra()
 
     @property
@@ -360,9 +512,9 @@ class ErrorInfo:
     message only); the payloads this package writes always set it.
     """
 
-    status: str | None = None
-    message: str = attrs.field(kw_only=True)
-    details: Any = _json()
+    status: str | None = attrs.field(default=None, validator=_optional_text)
+    message: str = attrs.field(kw_only=True, validator=_text)
+    details: Any = _json("details")
     extra: FrozenDict = _extra()
 
 
@@ -380,16 +532,18 @@ class SessionSnapshot:
     Python writes it; the wire converter keeps the ``""`` for the round trip).
     """
 
-    snapshot_id: str
-    session_id: str | None = None
-    parent_id: str | None = attrs.field(default=None, converter=_parent)
-    created_at: str = ""
-    updated_at: str | None = None
-    heartbeat_at: str | None = None
+    snapshot_id: str = attrs.field(validator=_string)
+    session_id: str | None = attrs.field(default=None, validator=_optional_string)
+    parent_id: str | None = attrs.field(default=None, converter=_parent, validator=_optional_string)
+    created_at: str = attrs.field(default="", validator=_timestamp)
+    updated_at: str | None = attrs.field(default=None, validator=_timestamp)
+    heartbeat_at: str | None = attrs.field(default=None, validator=_timestamp)
     status: SnapshotStatus | None = attrs.field(default=None, converter=_optional_status)
     finish_reason: FinishReason | None = attrs.field(default=None, converter=_optional_finish_reason)
-    error: ErrorInfo | None = None
-    state: SessionState | None = None
+    error: ErrorInfo | None = attrs.field(default=None, validator=_instance(ErrorInfo, "an ErrorInfo", optional=True))
+    state: SessionState | None = attrs.field(
+        default=None, validator=_instance(SessionState, "a SessionState", optional=True)
+    )
     extra: FrozenDict = _extra()
 
     @property
@@ -418,6 +572,8 @@ class SessionSnapshot:
 class AgentInit:
     """What a client sends to start a turn: a session id, a snapshot id, or its own state."""
 
-    session_id: str | None = None
-    snapshot_id: str | None = None
-    state: SessionState | None = None
+    session_id: str | None = attrs.field(default=None, validator=_optional_string)
+    snapshot_id: str | None = attrs.field(default=None, validator=_optional_string)
+    state: SessionState | None = attrs.field(
+        default=None, validator=_instance(SessionState, "a SessionState", optional=True)
+    )

@@ -29,7 +29,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 
 from genkit_sessions.errors import GenkitError, Reason, Status
 from genkit_sessions.model.clock import parse_timestamp
-from genkit_sessions.model.frozen_json import FrozenDict, thaw
+from genkit_sessions.model.frozen_json import MAX_JSON_DEPTH, FrozenDict, json_problem, short_path, thaw
 from genkit_sessions.model.types import (
     _ROLES,
     AgentInit,
@@ -50,7 +50,11 @@ from genkit_sessions.model.types import (
     UnknownPart,
 )
 
-__all__ = ["converter", "from_wire", "messages_from_wire", "to_wire"]
+__all__ = ["MAX_WIRE_DEPTH", "converter", "from_wire", "messages_from_wire", "to_wire"]
+
+MAX_WIRE_DEPTH = 2 * MAX_JSON_DEPTH
+"""How deeply a whole wire document may nest: room for the model's own levels (snapshot, state,
+messages, parts) around free-form JSON of :data:`MAX_JSON_DEPTH` levels."""
 
 T = TypeVar("T")
 
@@ -145,9 +149,26 @@ def _at_field(exc: Exception, name: str, cls: type) -> Exception:
     return exc
 
 
+def _folded(key: str) -> str:
+    """A key with case and separators folded away: ``sessionID``, ``session_id`` and ``Session-Id`` agree."""
+    return key.replace("_", "").replace("-", "").replace(" ", "").casefold()
+
+
+def near_miss(key: str, known: Mapping[str, str]) -> str | None:
+    """The known key ``key`` is a near miss of (same letters, other case or separators), or None."""
+    found = known.get(_folded(key))
+    return found if found is not None and found != key else None
+
+
+def _near_miss_error(cls: type, key: str, meant: str) -> Exception:
+    what = "a part kind" if cls is UnknownPart else f"a {cls.__name__} field"
+    return ValueError(f"the key {key!r} is not {what} but looks like {meant!r}; keys are camelCase: send {meant!r}")
+
+
 def _extra_structure_factory(cls: type) -> Callable[[Any, Any], Any]:
     wire_fields = [f for f in attrs.fields(attrs.resolve_types(cls)) if f.name != "extra"]
     known = frozenset(_camel(f.name) for f in wire_fields)
+    folded = {_folded(k): k for k in known}
     # cattrs would read any iterable as an array (an object as its keys), so arrays are checked here.
     arrays = tuple((_camel(f.name), f.name) for f in wire_fields if _is_array(f.type))
     required = _REQUIRED_KEYS.get(cls, ())
@@ -182,6 +203,10 @@ def _extra_structure_factory(cls: type) -> Callable[[Any, Any], Any]:
                 except ValueError as exc:
                     raise ValueError(f"{exc} at key {_camel(name)!r}") from None
         unknown = {k: v for k, v in data.items() if k not in known}
+        for key in unknown:
+            meant = near_miss(key, folded)
+            if meant is not None:
+                raise _near_miss_error(cls, key, meant)
         for key, form in kept_forms:
             if key in data and type(data[key]) is type(form) and data[key] == form:
                 unknown[key] = form
@@ -228,6 +253,9 @@ _PART_KINDS: dict[str, type] = {
 any other kind (kept in that part's ``extra``), and is the kind only when it is alone."""
 
 
+_FOLDED_PART_KINDS = {_folded(kind): kind for kind in (*_PART_KINDS, "custom", "metadata")}
+
+
 def _structure_part(data: Any, _: Any) -> Any:
     if not isinstance(data, Mapping):
         raise TypeError(f"expected a JSON object for a part, got {_json_kind(data)}")
@@ -241,6 +269,10 @@ def _structure_part(data: Any, _: Any) -> Any:
         return converter.structure(data, _PART_KINDS[kinds[0]])
     if data.get("custom") is not None:
         return converter.structure(data, CustomPart)
+    for key in data:
+        meant = near_miss(key, _FOLDED_PART_KINDS)
+        if meant is not None:
+            raise _near_miss_error(UnknownPart, key, meant)
     return UnknownPart(data)
 
 
@@ -312,22 +344,54 @@ def from_wire(cls: type[T], data: Any) -> T:
     :class:`GenkitError` with INVALID_ARGUMENT (reason INVALID_INPUT) whose
     message names the JSON path of every bad field.
     """
+    name = getattr(cls, "__name__", str(cls))
     if isinstance(data, (str, bytes, bytearray)):
         try:
             data = json.loads(data)
+        except RecursionError:
+            raise GenkitError(
+                Status.INVALID_ARGUMENT,
+                f"{name} JSON nests objects and arrays thousands of levels deep at $; the limit is "
+                f"{MAX_WIRE_DEPTH} levels: send a flatter document",
+                reason=Reason.INVALID_INPUT,
+            ) from None
         except ValueError as exc:
             raise GenkitError(
                 Status.INVALID_ARGUMENT,
-                f"{cls.__name__} is not valid JSON: {exc}; send a JSON object",
+                f"{name} is not valid JSON: {exc}; send a JSON object",
                 reason=Reason.INVALID_INPUT,
             ) from None
+    found = json_problem(data, "$", MAX_WIRE_DEPTH, check_text=False)
+    if found is not None:
+        where, problem = found
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"{name} JSON is invalid: {short_path(where)} {problem}; send JSON nested at most {MAX_WIRE_DEPTH} "
+            "levels deep, with string keys and finite numbers",
+            details={"problems": [f"{problem} at {where}"]},
+            reason=Reason.INVALID_INPUT,
+        )
+    if attrs.has(cls) and not isinstance(data, Mapping):
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"{name} JSON is invalid: expected a JSON object at $, got {_json_kind(data)}; send a JSON object",
+            details={"problems": [f"expected a JSON object, got {_json_kind(data)} at $"]},
+            reason=Reason.INVALID_INPUT,
+        )
     try:
         return converter.structure(data, cls)
-    except (ClassValidationError, IterableValidationError, ForbiddenExtraKeysError, TypeError, ValueError) as exc:
+    except (
+        ClassValidationError,
+        IterableValidationError,
+        ForbiddenExtraKeysError,
+        GenkitError,
+        TypeError,
+        ValueError,
+    ) as exc:
         problems = _describe(exc, "$")
         raise GenkitError(
             Status.INVALID_ARGUMENT,
-            f"{cls.__name__} JSON is invalid: {'; '.join(problems)}; fix the field(s) named and send it again",
+            f"{name} JSON is invalid: {'; '.join(problems)}; fix the field(s) named and send it again",
             details={"problems": problems},
             reason=Reason.INVALID_INPUT,
         ) from None
@@ -337,7 +401,10 @@ def _describe(exc: BaseException, path: str) -> list[str]:
     """Flatten a cattrs error tree into ``"<problem> at <json path>"`` lines, camelCase keys."""
     if isinstance(exc, ForbiddenExtraKeysError):
         keys = ", ".join(sorted(exc.extra_fields))
-        return [f"unknown key(s) {keys} at {path} (keys are camelCase: sessionId, snapshotId, state)"]
+        folded = {_folded(_camel(f.name)): _camel(f.name) for f in attrs.fields(exc.cl)}
+        hints = [f"{k!r} looks like {near_miss(k, folded)!r}" for k in sorted(exc.extra_fields) if near_miss(k, folded)]
+        hint = f"; {', '.join(hints)}" if hints else ""
+        return [f"unknown key(s) {keys} at {path} (keys are camelCase: sessionId, snapshotId, state{hint})"]
     if isinstance(exc, (ClassValidationError, IterableValidationError)):
         lines: list[str] = []
         with_notes, without_notes = exc.group_exceptions()
@@ -352,4 +419,11 @@ def _describe(exc: BaseException, path: str) -> list[str]:
         return lines
     if isinstance(exc, KeyError):
         return [f"a required key is missing at {path}"]
+    if isinstance(exc, GenkitError):
+        details = exc.details if isinstance(exc.details, Mapping) else {}
+        field = details.get("field")
+        if isinstance(field, str) and "problem" in details:
+            step = f"{path}.{_camel(field.split('[')[0].split('.')[0])}{details.get('inner', '')}"
+            return [f"{details['problem']} at {short_path(step)}"]
+        return [f"{exc.message} at {path}"]
     return [f"{exc} at {path}"]

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 from typing import Any
 
 import attrs
 
+from genkit_sessions.errors import GenkitError, Reason, Status
 from genkit_sessions.model.clock import Clock, utc_now
 from genkit_sessions.stores.protocol import Context
 
@@ -33,11 +34,48 @@ class ResumePolicy(str, enum.Enum):
         return self.value
 
 
+def _invalid(message: str) -> GenkitError:
+    return GenkitError(Status.INVALID_ARGUMENT, message, reason=Reason.INVALID_INPUT)
+
+
 def _timeout(value: timedelta | float) -> timedelta:
-    timeout = value if isinstance(value, timedelta) else timedelta(seconds=value)
+    if isinstance(value, bool) or not isinstance(value, (timedelta, int, float)):
+        raise _invalid(
+            f"heartbeat_timeout must be a datetime.timedelta or a number of seconds, got {value!r}; "
+            "pass for example timedelta(seconds=60)"
+        )
+    try:
+        timeout = value if isinstance(value, timedelta) else timedelta(seconds=value)
+    except (OverflowError, ValueError):
+        raise _invalid(f"heartbeat_timeout {value!r} is out of range; pass for example timedelta(seconds=60)") from None
     if timeout <= timedelta(0):
-        raise ValueError(f"heartbeat_timeout must be positive, got {timeout}")
+        raise _invalid(f"heartbeat_timeout must be positive, got {timeout}; pass for example timedelta(seconds=60)")
     return timeout
+
+
+def _policy(value: ResumePolicy | str) -> ResumePolicy:
+    if isinstance(value, str):
+        try:
+            return ResumePolicy(value)
+        except ValueError:
+            pass
+    raise _invalid(
+        f"resume_policy must be one of {', '.join(repr(p.value) for p in ResumePolicy)}, got {value!r}; "
+        "pass ResumePolicy.REJECT or ResumePolicy.WALK_BACK"
+    )
+
+
+def _context(instance: Any, attribute: Any, value: Any) -> None:
+    if value is not None and not isinstance(value, Mapping):
+        raise _invalid(
+            f"context must be a mapping or None, got {type(value).__name__}; pass for example "
+            "context={'tenant': 'acme'}"
+        )
+
+
+def _function(instance: Any, attribute: Any, value: Any) -> None:
+    if value is not None and not callable(value):
+        raise _invalid(f"{attribute.name} must be a function, got {type(value).__name__}")
 
 
 @attrs.frozen
@@ -50,8 +88,8 @@ class SessionStoreOptions:
     for that judgement.
     """
 
-    context: Context = None
-    state_validator: StateValidator | None = None
-    resume_policy: ResumePolicy = attrs.field(default=ResumePolicy.REJECT, converter=ResumePolicy)
+    context: Context = attrs.field(default=None, validator=_context)
+    state_validator: StateValidator | None = attrs.field(default=None, validator=_function)
+    resume_policy: ResumePolicy = attrs.field(default=ResumePolicy.REJECT, converter=_policy)
     heartbeat_timeout: timedelta = attrs.field(default=timedelta(seconds=60), converter=_timeout)
-    clock: Clock = utc_now
+    clock: Clock = attrs.field(default=utc_now, validator=_function)

@@ -11,7 +11,7 @@ from typing import Any
 
 import attrs
 
-from genkit_sessions.errors import GenkitError, Status
+from genkit_sessions.errors import GenkitError, Reason, Status
 from genkit_sessions.model.types import AgentInit, ErrorInfo, SessionSnapshot
 from genkit_sessions.resolver.options import SessionStoreOptions
 from genkit_sessions.resolver.rules import (
@@ -50,6 +50,45 @@ class Resolution:
         return self.error is None
 
 
+def _arguments(store: Any, server_managed: Any, opts: Any, method: str, sync: bool) -> SessionStoreOptions:
+    """The resolver's own arguments, checked before any rule runs; the options to use."""
+    if not isinstance(server_managed, bool):
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"{method}() takes server_managed as True or False, got {server_managed!r}; pass True when the "
+            "store keeps the session, False when the client does",
+            details={"rule": "R1"},
+            reason=Reason.INVALID_INPUT,
+        )
+    if opts is not None and not isinstance(opts, SessionStoreOptions):
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"{method}() takes opts as a SessionStoreOptions or None, got {type(opts).__name__}; pass "
+            "SessionStoreOptions(context=..., resume_policy=...)",
+            reason=Reason.INVALID_INPUT,
+        )
+    if store is not None:
+        get = getattr(store, "get_snapshot", None)
+        if not callable(get) or not callable(getattr(store, "save_snapshot", None)):
+            raise GenkitError(
+                Status.INVALID_ARGUMENT,
+                f"{method}() takes a session store (get_snapshot and save_snapshot) or None, got "
+                f"{type(store).__name__}; pass InMemorySessionStore() or a DynamoDBSessionStore",
+                reason=Reason.INVALID_INPUT,
+            )
+        if sync and inspect.iscoroutinefunction(get):
+            raise GenkitError(
+                Status.INVALID_ARGUMENT,
+                "resolve() was given an async store; use `await SessionResolver.aresolve(...)`",
+            )
+        if not sync and not inspect.iscoroutinefunction(get):
+            raise GenkitError(
+                Status.INVALID_ARGUMENT,
+                "aresolve() was given a blocking store; pass its async face (`store.aio`) or call resolve()",
+            )
+    return opts or SessionStoreOptions()
+
+
 def _init(init: AgentInit | None) -> AgentInit | None:
     if init is None or isinstance(init, AgentInit):
         return init
@@ -74,12 +113,7 @@ class SessionResolver:
         Raises :class:`GenkitError` (FAILED_PRECONDITION, INVALID_ARGUMENT) for
         API misuse; returns a failed :class:`Resolution` for everything else.
         """
-        opts = opts or SessionStoreOptions()
-        if store is not None and inspect.iscoroutinefunction(getattr(store, "get_snapshot", None)):
-            raise GenkitError(
-                Status.INVALID_ARGUMENT,
-                "resolve() was given an async store; use `await SessionResolver.aresolve(...)`",
-            )
+        opts = _arguments(store, server_managed, opts, "resolve", sync=True)
         steps = resolution_steps(server_managed, store is not None, _init(init), opts)
         answer: ReadResult | None = None
         while True:
@@ -102,12 +136,7 @@ class SessionResolver:
         opts: SessionStoreOptions | None = None,
     ) -> Resolution:
         """Resolve against an async store (``InMemorySessionStore().aio``, say); same rules as :meth:`resolve`."""
-        opts = opts or SessionStoreOptions()
-        if store is not None and not inspect.iscoroutinefunction(getattr(store, "get_snapshot", None)):
-            raise GenkitError(
-                Status.INVALID_ARGUMENT,
-                "aresolve() was given a blocking store; pass its async face (`store.aio`) or call resolve()",
-            )
+        opts = _arguments(store, server_managed, opts, "aresolve", sync=False)
         steps = resolution_steps(server_managed, store is not None, _init(init), opts)
         answer: ReadResult | None = None
         while True:

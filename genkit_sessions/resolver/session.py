@@ -17,7 +17,7 @@ import attrs
 
 from genkit_sessions.errors import GenkitError, Reason, Status
 from genkit_sessions.model.frozen_json import freeze
-from genkit_sessions.model.ids import mint_id
+from genkit_sessions.model.ids import mint_id, validate_id
 from genkit_sessions.model.types import (
     Artifact,
     ErrorInfo,
@@ -50,7 +50,20 @@ class Session:
         async_store: AsyncSessionStore | None = None,
         context: Context = None,
     ) -> None:
-        self.id = session_id
+        self.id = validate_id(session_id, "session_id", Reason.INVALID_SESSION_ID)
+        if state is not None and not isinstance(state, SessionState):
+            raise GenkitError(
+                Status.INVALID_ARGUMENT,
+                f"Session state must be a SessionState or None, got {type(state).__name__}; "
+                "decode JSON with from_wire(SessionState, data)",
+                reason=Reason.INVALID_INPUT,
+            )
+        if origin is not None and not isinstance(origin, SessionSnapshot):
+            raise GenkitError(
+                Status.INVALID_ARGUMENT,
+                f"Session origin must be a SessionSnapshot or None, got {type(origin).__name__}",
+                reason=Reason.INVALID_INPUT,
+            )
         base = state if state is not None else SessionState()
         self._state = base if base.session_id == session_id else attrs.evolve(base, session_id=session_id)
         self.origin = origin
@@ -87,18 +100,21 @@ class Session:
         return self._state.custom
 
     def add_messages(self, *messages: Message) -> None:
-        """Append messages to the conversation."""
+        """Append messages to the conversation (each a :class:`Message`; INVALID_ARGUMENT otherwise,
+        and nothing is added)."""
+        _check_items(messages, Message, "add_messages", "Message.of_text('user', 'hi')")
         self._state = attrs.evolve(self._state, messages=self._state.message_list + messages)
 
     def add_artifacts(self, *artifacts: Artifact) -> None:
         """Append artifacts; one with the name of an existing artifact replaces it."""
+        _check_items(artifacts, Artifact, "add_artifacts", "Artifact(parts=[TextPart('...')], name='report')")
         named = {a.name for a in artifacts if a.name is not None}
         kept = tuple(a for a in self._state.artifact_list if a.name is None or a.name not in named)
         self._state = attrs.evolve(self._state, artifacts=kept + artifacts)
 
     def set_custom(self, value: Any) -> None:
-        """Replace the custom state with a JSON value."""
-        self._state = attrs.evolve(self._state, custom=freeze(value))
+        """Replace the custom state with a JSON value (INVALID_ARGUMENT for anything JSON cannot hold)."""
+        self._state = attrs.evolve(self._state, custom=freeze(value, "custom"))
 
     def update_custom(self, update: Callable[[Any], Any]) -> None:
         """Replace the custom state with ``update(current)``."""
@@ -122,12 +138,19 @@ class Session:
             )
         if isinstance(error, GenkitError):
             error = ErrorInfo(status=error.status.value, message=error.message, details=error.payload_details())
+        elif error is not None and not isinstance(error, ErrorInfo):
+            raise GenkitError(
+                Status.INVALID_ARGUMENT,
+                f"save(error=...) takes an ErrorInfo, a GenkitError or None, got {type(error).__name__}; "
+                "pass ErrorInfo(status='INTERNAL', message='what went wrong') or the GenkitError you caught",
+                reason=Reason.INVALID_INPUT,
+            )
         snapshot = SessionSnapshot(
             snapshot_id=self.snapshot_id,
             session_id=self.id,
             parent_id=self.origin.snapshot_id if self.origin is not None else None,
-            status=SnapshotStatus(status),
-            finish_reason=None if finish_reason is None else FinishReason(finish_reason),
+            status=status,
+            finish_reason=finish_reason,
             error=error,
             state=self._state,
         )
@@ -159,7 +182,7 @@ class Session:
         later save; a terminal one makes the saved snapshot the origin of the
         next turn and reserves a new :attr:`snapshot_id`.
         """
-        mutator = self._mutator(SnapshotStatus(status), finish_reason, error)
+        mutator = self._mutator(_status(status), finish_reason, error)
         if self._store is None:
             raise GenkitError(
                 Status.FAILED_PRECONDITION,
@@ -175,7 +198,7 @@ class Session:
         error: ErrorInfo | GenkitError | None = None,
     ) -> SessionSnapshot:
         """The async twin of :meth:`save`, for sessions resolved with ``aresolve``."""
-        mutator = self._mutator(SnapshotStatus(status), finish_reason, error)
+        mutator = self._mutator(_status(status), finish_reason, error)
         if self._async_store is None:
             raise GenkitError(
                 Status.FAILED_PRECONDITION,
@@ -187,3 +210,36 @@ class Session:
     def __repr__(self) -> str:
         origin = self.origin.snapshot_id if self.origin is not None else None
         return f"Session(id={self.id!r}, origin={origin!r}, messages={len(self.messages)})"
+
+
+def _check_items(items: tuple[Any, ...], kind: type, method: str, example: str) -> None:
+    for index, item in enumerate(items):
+        if isinstance(item, kind):
+            continue
+        hint = (
+            f"unpack the list: {method}(*items)"
+            if isinstance(item, (list, tuple))
+            else f"build one, for example {example}, or decode JSON with from_wire({kind.__name__}, data)"
+        )
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"{method} takes {kind.__name__} objects; argument {index} is {type(item).__name__}; {hint}",
+            reason=Reason.INVALID_INPUT,
+        )
+
+
+def _status(status: Any) -> SnapshotStatus:
+    if isinstance(status, SnapshotStatus):
+        return status
+    if isinstance(status, str):
+        try:
+            return SnapshotStatus(status)
+        except ValueError:
+            pass
+    raise GenkitError(
+        Status.INVALID_ARGUMENT,
+        f"save takes a snapshot status, got {status!r}; pass one of "
+        f"{', '.join(repr(s.value) for s in SnapshotStatus if s is not SnapshotStatus.EXPIRED)} "
+        "(a failure's message goes in error=ErrorInfo(...))",
+        reason=Reason.INVALID_INPUT,
+    )

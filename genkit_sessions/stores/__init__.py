@@ -15,7 +15,7 @@ from genkit_sessions.stores.protocol import (
     SupportsRecords,
     TenantFn,
 )
-from genkit_sessions.stores.write_rules import default_tenant
+from genkit_sessions.stores.write_rules import default_tenant, required_tenant
 
 __all__ = [
     "AsyncInMemorySessionStore",
@@ -30,4 +30,5 @@ __all__ = [
     "SupportsRecords",
     "TenantFn",
     "default_tenant",
+    "required_tenant",
 ]

@@ -40,12 +40,14 @@ from genkit_sessions.stores.protocol import (
 )
 from genkit_sessions.stores.write_rules import (
     abort_through,
+    check_mutator,
     check_parent,
     default_tenant,
     heartbeat_through,
     leaf_of,
     next_snapshot,
     require_one_selector,
+    required_tenant,
     restorable,
     tenant_key,
 )
@@ -102,14 +104,23 @@ class InMemorySessionStore:
     """A thread-safe, asyncio-safe store that lives in this process.
 
     ``tenant_of`` maps a request context to the tenant whose data a call sees
-    (default: ``context["tenant"]``, else one shared tenant). ``clock`` sets
+    (default: ``context["tenant"]``, else one shared default tenant, so a single-tenant app needs no
+    context). ``require_tenant=True`` refuses a context naming no tenant (INVALID_ARGUMENT) instead. ``clock`` sets
     the time source for ``createdAt`` / ``updatedAt`` / ``heartbeatAt``.
     """
 
     def __init__(
-        self, *, tenant_of: TenantFn = default_tenant, clock: Clock = utc_now, indexed_metadata: Iterable[str] = ()
+        self,
+        *,
+        tenant_of: TenantFn = default_tenant,
+        require_tenant: bool = False,
+        clock: Clock = utc_now,
+        indexed_metadata: Iterable[str] = (),
     ) -> None:
-        self._tenant_of = tenant_of
+        rules.check_callable("tenant_of", tenant_of, "tenant_of=lambda context: context['org']")
+        rules.check_callable("clock", clock, "clock=genkit_sessions.model.clock.utc_now")
+        rules.check_option("require_tenant", require_tenant, isinstance(require_tenant, bool), "a bool", "True")
+        self._tenant_of = required_tenant(tenant_of) if require_tenant else tenant_of
         self._clock = clock
         self._stamp = MonotonicStamper(clock)
         self._indexed = rules.indexed_keys(indexed_metadata)
@@ -202,6 +213,8 @@ class InMemorySessionStore:
         With ``options.expected_version`` the write lands only while the session's version is still
         that one (ABORTED, reason VERSION_CONFLICT, otherwise).
         """
+        validate_id(snapshot_id, "snapshot_id", Reason.INVALID_SNAPSHOT_ID)
+        check_mutator(mutator)
         context = effective_context(context, options)
         expected = options.expected_version if options is not None else None
         with self._lock:

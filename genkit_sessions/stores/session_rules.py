@@ -9,6 +9,7 @@ import binascii
 import json
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
+from typing import Any
 
 from genkit_sessions.errors import GenkitError, Reason, Status
 from genkit_sessions.model.frozen_json import FrozenDict
@@ -37,6 +38,13 @@ MAX_PAGE = 100
 
 def indexed_keys(names: Iterable[str]) -> frozenset[str]:
     """The metadata keys a store indexes: those given, and ``principal`` always."""
+    if isinstance(names, (str, bytes, Mapping)) or not isinstance(names, Iterable):
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"indexed_metadata is a list of metadata keys, got {type(names).__name__}; "
+            "pass for example indexed_metadata=['team']",
+            reason=Reason.INVALID_INPUT,
+        )
     keys = set()
     for name in names:
         if not isinstance(name, str) or not name:
@@ -93,6 +101,34 @@ def check_ttl(ttl: timedelta | None) -> None:
             f"ttl must be a positive datetime.timedelta or None, got {ttl!r}; for an hour pass timedelta(hours=1)",
             reason=Reason.INVALID_INPUT,
         )
+
+
+def check_option(name: str, value: Any, valid: bool, expected: str, example: str) -> None:
+    """INVALID_ARGUMENT naming a store option when ``valid`` is false: what it must be, and an example."""
+    if not valid:
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"{name} must be {expected}, got {value!r} ({type(value).__name__}); pass for example {example}",
+            reason=Reason.INVALID_INPUT,
+        )
+
+
+def check_int_option(name: str, value: Any, low: int, high: int | None = None) -> None:
+    """INVALID_ARGUMENT unless ``value`` is an int (not a bool) in ``[low, high]``."""
+    ok = isinstance(value, int) and not isinstance(value, bool) and value >= low and (high is None or value <= high)
+    bounds = f"at least {low}" if high is None else f"between {low} and {high}"
+    check_option(name, value, ok, f"an int {bounds}", f"{name}={low}")
+
+
+def check_number_option(name: str, value: Any) -> None:
+    """INVALID_ARGUMENT unless ``value`` is a positive number of seconds."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+    check_option(name, value, ok, "a positive number of seconds", f"{name}=0.5")
+
+
+def check_callable(name: str, value: Any, example: str) -> None:
+    """INVALID_ARGUMENT unless ``value`` is callable."""
+    check_option(name, value, callable(value), "a function", example)
 
 
 def check_before(before: datetime) -> datetime:

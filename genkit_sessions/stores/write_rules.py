@@ -17,29 +17,95 @@ import attrs
 from genkit_sessions.errors import GenkitError, Reason, Status
 from genkit_sessions.model.ids import validate_id
 from genkit_sessions.model.types import SessionSnapshot, SnapshotStatus
-from genkit_sessions.stores.protocol import Context, Mutator
+from genkit_sessions.stores.protocol import Context, Mutator, TenantFn
 
 __all__ = [
     "abort_mutator",
     "abort_through",
+    "check_mutator",
     "check_parent",
+    "TENANT_KEY",
     "default_tenant",
     "heartbeat_mutator",
     "heartbeat_through",
     "leaf_of",
     "next_snapshot",
     "require_one_selector",
+    "required_tenant",
     "restorable",
     "tenant_key",
 ]
 
 
+TENANT_KEY = "tenant"
+"""The context key the default tenant function reads."""
+
+
+def _tenant_near_misses(context: Mapping[str, Any]) -> list[str]:
+    """Context keys that look like a try at naming the tenant (``tenantId``, ``Tenant``, ``tenant_id``)."""
+    return [
+        key
+        for key in context
+        if isinstance(key, str)
+        and key != TENANT_KEY
+        and key.replace("_", "").replace("-", "").lower().startswith("tenant")
+    ]
+
+
 def default_tenant(context: Context) -> str:
-    """The tenant named by ``context["tenant"]``; the empty string when there is none."""
-    if not context:
+    """The tenant named by ``context["tenant"]``; the empty string (the default tenant) when the
+    context is None or names none.
+
+    Fails closed rather than guess: a context that is not a mapping, a tenant that is not a
+    non-empty string (``1`` and ``"1"`` are not one tenant), or a key such as ``tenantId`` that
+    looks meant to name one are INVALID_ARGUMENT.
+    """
+    if context is None:
         return ""
-    tenant = context.get("tenant") if isinstance(context, Mapping) else None
-    return "" if tenant is None else str(tenant)
+    if not isinstance(context, Mapping):
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"context must be a mapping or None, got {type(context).__name__}; name the tenant as "
+            f"context={{'{TENANT_KEY}': 'acme'}}",
+            reason=Reason.INVALID_INPUT,
+        )
+    tenant = context.get(TENANT_KEY)
+    if tenant is None:
+        misses = _tenant_near_misses(context)
+        if misses:
+            raise GenkitError(
+                Status.INVALID_ARGUMENT,
+                f"context names no tenant but has {', '.join(repr(k) for k in misses)}; the tenant goes under "
+                f"{TENANT_KEY!r}: context={{'{TENANT_KEY}': 'acme'}}",
+                reason=Reason.INVALID_INPUT,
+            )
+        return ""
+    if not isinstance(tenant, str) or not tenant:
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"context[{TENANT_KEY!r}] must be a non-empty string, got {tenant!r} ({type(tenant).__name__}); "
+            "tenants are compared as strings, so pass the tenant's id as a str",
+            reason=Reason.INVALID_INPUT,
+        )
+    return tenant
+
+
+def required_tenant(tenant_of: TenantFn = default_tenant) -> TenantFn:
+    """A tenant function that refuses a context naming no tenant (INVALID_ARGUMENT) instead of using the
+    default tenant: what ``require_tenant=True`` configures on a store."""
+
+    def tenant(context: Context) -> str:
+        found = tenant_of(context)
+        if found == "":
+            raise GenkitError(
+                Status.INVALID_ARGUMENT,
+                "this store requires a tenant and the context names none; pass "
+                f"context={{'{TENANT_KEY}': 'acme'}} (the store was made with require_tenant=True)",
+                reason=Reason.INVALID_INPUT,
+            )
+        return found
+
+    return tenant
 
 
 def tenant_key(tenant_of: Callable[[Context], str], context: Context) -> str:
@@ -53,6 +119,17 @@ def tenant_key(tenant_of: Callable[[Context], str], context: Context) -> str:
     if tenant:
         validate_id(tenant, "tenant", Reason.INVALID_INPUT)
     return tenant
+
+
+def check_mutator(mutator: object) -> None:
+    """INVALID_ARGUMENT unless ``mutator`` is callable (checked before anything is read)."""
+    if not callable(mutator):
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"save_snapshot takes a mutator function, got {type(mutator).__name__}; pass a function of the "
+            "current snapshot (or None) that returns the snapshot to write, for example `lambda _: snapshot`",
+            reason=Reason.INVALID_INPUT,
+        )
 
 
 def require_one_selector(snapshot_id: str | None, session_id: str | None) -> tuple[str | None, str | None]:
@@ -83,6 +160,7 @@ def next_snapshot(
     The caller still owns S7 (:func:`check_parent`) for a new snapshot.
     """
     validate_id(snapshot_id, "snapshot_id", Reason.INVALID_SNAPSHOT_ID)
+    check_mutator(mutator)
     result: Any = mutator(existing)
     if inspect.isawaitable(result):
         if inspect.iscoroutine(result):
@@ -255,15 +333,45 @@ def heartbeat_through(save: Save, snapshot_id: str, now: str) -> SessionSnapshot
 def restorable(snapshot: SessionSnapshot) -> tuple[SessionSnapshot, str]:
     """A snapshot as ``restore_snapshots`` stores it (its sessionId filled from its state), and that id.
 
-    INVALID_ARGUMENT (SESSION_ID_REQUIRED) when it names no session anywhere.
+    A restore skips stamping and the write rules S5-S7 on purpose (it imports data as it was, broken
+    chains included, for the resolver to report), and nothing else: INVALID_ARGUMENT when the item is not
+    a snapshot, when an id (snapshot, session, parent) breaks section 4, or when the snapshot names no
+    session anywhere (SESSION_ID_REQUIRED), so a restored session can always be read, listed and deleted.
     """
-    session_id = snapshot.session_id or (snapshot.state.session_id if snapshot.state else None)
+    if not isinstance(snapshot, SessionSnapshot):
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"restore_snapshots takes SessionSnapshot objects, got {type(snapshot).__name__}; "
+            "decode JSON with from_wire(SessionSnapshot, data)",
+            reason=Reason.INVALID_INPUT,
+        )
+    validate_id(snapshot.snapshot_id, "snapshotId", Reason.INVALID_SNAPSHOT_ID)
+    if snapshot.parent_id is not None:
+        validate_id(snapshot.parent_id, "parentId", Reason.INVALID_SNAPSHOT_ID)
+    if snapshot.effective_status is SnapshotStatus.EXPIRED:
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"snapshot {snapshot.snapshot_id!r}: 'expired' is computed on read and never stored; "
+            "restore it as 'pending' (it reads as expired once its heartbeat lapses) or as 'aborted'",
+            reason=Reason.INVALID_INPUT,
+        )
+    top = snapshot.session_id
+    inner = snapshot.state.session_id if snapshot.state is not None else None
+    if top is not None and inner is not None and top != inner:
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"snapshot {snapshot.snapshot_id!r} names session {top!r} but its state names {inner!r}; "
+            "make sessionId and state.sessionId agree",
+            reason=Reason.INVALID_SESSION_ID,
+        )
+    session_id = top or inner
     if session_id is None:
         raise GenkitError(
             Status.INVALID_ARGUMENT,
             f"snapshot {snapshot.snapshot_id!r} has no sessionId; every stored snapshot needs one",
             reason=Reason.SESSION_ID_REQUIRED,
         )
+    validate_id(session_id, "sessionId", Reason.INVALID_SESSION_ID)
     restored = snapshot if snapshot.session_id == session_id else attrs.evolve(snapshot, session_id=session_id)
     return restored, session_id
 
