@@ -10,6 +10,7 @@ and writes it back on encode, so nothing is lost in a round trip.
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any, Union, get_args
@@ -173,6 +174,19 @@ def _optional_bool(instance: Any, attribute: attrs.Attribute[Any], value: Any) -
         raise _invalid(_where(instance, attribute), f"must be True, False or None, got {_kind(value)}", "pass a bool")
 
 
+@functools.lru_cache(maxsize=4096)
+def _is_timestamp(value: str) -> bool:
+    """Whether ``value`` parses as an ISO-8601 timestamp (remembered: a snapshot's stamps are checked each
+    time a copy of it is made)."""
+    from genkit_sessions.model.clock import parse_timestamp
+
+    try:
+        parse_timestamp(value)
+    except ValueError:
+        return False
+    return True
+
+
 def _timestamp(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     """An ISO-8601 timestamp; ``""`` (created_at only) means "the store fills it in"."""
     if value is None and attribute.name != "created_at":
@@ -180,11 +194,7 @@ def _timestamp(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> No
     _text(instance, attribute, value)
     if value == "" and attribute.name == "created_at":
         return
-    from genkit_sessions.model.clock import parse_timestamp
-
-    try:
-        parse_timestamp(value)
-    except ValueError:
+    if not _is_timestamp(value):
         raise _invalid(
             _where(instance, attribute),
             f"{value!r} is not an ISO-8601 timestamp",

@@ -67,6 +67,8 @@ class _Session:
     ttl: timedelta | None = None
     sliding: bool = False
     expires_at: datetime | None = None
+    record: tuple[Any, SessionRecord] | None = attrs.field(default=None, eq=False, repr=False)
+    """The record last built, with what it was built from."""
 
     @property
     def visible_version(self) -> int:
@@ -389,17 +391,24 @@ class InMemorySessionStore:
     @staticmethod
     def _record(tenant: _Tenant, session_id: str, session: _Session) -> SessionRecord:
         leaf = tenant.leaves.get(session_id)
-        return SessionRecord(
+        leaf_id = leaf.snapshot_id if leaf is not None else None
+        key = (session.visible_version, session.created_at, session.updated_at, leaf_id, session.expires_at)
+        cached = session.record
+        if cached is not None and cached[0] == key and cached[1].metadata is session.metadata:
+            return cached[1]  # records are immutable: the one built when nothing has changed since
+        record = SessionRecord(
             id=session_id,
             created_at=session.created_at,
             updated_at=session.updated_at,
-            version=session.visible_version,
-            leaf_id=leaf.snapshot_id if leaf is not None else None,
+            version=key[0],
+            leaf_id=leaf_id,
             expires_at=format_timestamp(session.expires_at) if session.expires_at is not None else None,
             metadata=session.metadata,
             ttl=session.ttl,
             sliding=session.sliding,
         )
+        session.record = (key, record)
+        return record
 
     # --- history (SPEC section 7) ----------------------------------------------------------
 
