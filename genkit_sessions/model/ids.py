@@ -7,8 +7,8 @@ data can move between them. Minted ids are UUID4 strings.
 
 from __future__ import annotations
 
+import os
 import re
-import uuid
 
 from genkit_sessions.errors import GenkitError, Reason, Status
 
@@ -20,8 +20,13 @@ _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def mint_id() -> str:
-    """A new random id (UUID4)."""
-    return str(uuid.uuid4())
+    """A new random id: a UUID version 4, in its usual text form (built from 16 random bytes directly,
+    which is what ``str(uuid.uuid4())`` gives, at a fraction of its cost)."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def id_problem(value: object) -> str | None:

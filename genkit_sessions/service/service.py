@@ -616,7 +616,9 @@ def _event_id(message: Message) -> str | None:
 
 def _with_event_ids(messages: Sequence[Message]) -> list[tuple[Message, bool]]:
     """V10: each message with its event id (given, or minted) and whether it was minted here."""
-    if isinstance(messages, (str, bytes, Message)) or not isinstance(messages, Iterable):
+    if not isinstance(messages, (list, tuple)) and (
+        isinstance(messages, (str, bytes, Message)) or not isinstance(messages, Iterable)
+    ):
         raise GenkitError(
             Status.INVALID_ARGUMENT,
             f"messages must be a list of Message, got {type(messages).__name__}; wrap one message in a list",
