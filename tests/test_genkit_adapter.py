@@ -8,24 +8,21 @@ read back through our own store API, not only what Genkit answered.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from genkit_sessions import GenkitError, SessionSnapshot, SnapshotStatus, from_wire, to_wire
+from genkit_sessions import GenkitError, SessionSnapshot, from_wire, to_wire
 
 genkit = pytest.importorskip("genkit")
 agent_api = pytest.importorskip("genkit.exp.agent")
-runtime = pytest.importorskip("genkit._ai._agents._runtime")
-
-from genkit import ActionRunContext, Message, ModelRequest, ModelResponse, Part, Role  # noqa: E402
-from genkit.exp import Genkit  # noqa: E402
+pytest.importorskip("genkit._ai._agents._runtime")  # the scenarios set its heartbeat interval
 
 from genkit_sessions.genkit import GenkitSessionStore, to_genkit_error  # noqa: E402
 from tests.conftest import STORE_BACKENDS  # noqa: E402
+from tests.genkit_scenarios import SCENARIOS, Ours, Scenario, make_agent, run_scenario  # noqa: E402
 
 BACKENDS = ["memory", "dynamodb-server"]
 
@@ -35,29 +32,6 @@ def ours(request: pytest.FixtureRequest) -> Iterator[Any]:
     """A fresh store of each backend (sync face; ``.aio`` is what Genkit runs on)."""
     factory = next(STORE_BACKENDS[request.param](request))
     yield factory()
-
-
-class Model:
-    """A model as a Python function: echoes the last user text; "boom" raises; "slow" waits for ``release``."""
-
-    def __init__(self) -> None:
-        self.release = asyncio.Event()
-        self.started = asyncio.Event()
-
-    async def respond(self, request: ModelRequest, ctx: ActionRunContext) -> ModelResponse:
-        text = request.messages[-1].content[0].text
-        if text == "boom":
-            raise RuntimeError("the model exploded")
-        if text == "slow":
-            self.started.set()
-            await self.release.wait()
-        return ModelResponse(message=Message(role=Role.MODEL, content=[Part(text=f"echo {text}")]))
-
-
-def make_agent(store: Any, model: Model | None = None) -> Any:
-    ai = Genkit()
-    ai.define_model(name="echo", fn=(model or Model()).respond)
-    return ai.define_agent(name="chat", model="echo", store=store)
 
 
 def run(ours: Any, scenario: Callable[[], Awaitable[None]]) -> None:
@@ -74,198 +48,12 @@ def run(ours: Any, scenario: Callable[[], Awaitable[None]]) -> None:
     asyncio.run(main())
 
 
-def texts(snapshot: SessionSnapshot | None) -> list[str]:
-    assert snapshot is not None and snapshot.state is not None
-    return [m.text for m in snapshot.state.message_list]
+# --- G1: the agent runs unchanged (the scenarios of tests/genkit_scenarios.py) ---------------------
 
 
-async def turn(agent: Any, init: dict[str, Any], text: str, context: dict[str, Any] | None = None) -> Any:
-    """One turn as a server runs it: the init and the request context handed to the agent action."""
-    conn = await agent.stream_bidi(agent_api.AgentInit.model_validate(init), context=context)
-    await conn.send(agent_api.AgentInput(message=Message(role=Role.USER, content=[Part(text=text)])))
-    await conn.close()
-    async for _ in conn.receive():
-        pass
-    return await conn.output()
-
-
-async def until(check: Callable[[], Awaitable[bool]], seconds: float = 10.0) -> None:
-    deadline = asyncio.get_running_loop().time() + seconds
-    while not await check():
-        assert asyncio.get_running_loop().time() < deadline, "timed out waiting"
-        await asyncio.sleep(0.01)
-
-
-# --- G1: the agent runs unchanged -----------------------------------------------------------------
-
-
-def test_a_multi_turn_chat_resumed_by_session_id_stores_one_chain(ours: Any) -> None:
-    async def scenario() -> None:
-        agent = make_agent(GenkitSessionStore(ours.aio))
-        chat = agent.chat()
-        first = await chat.send("hello")
-        second = await chat.send("again")
-        third = await agent.chat(session_id=first.session_id).send("third")
-        assert third.text == "echo third"
-
-        chain = await ours.aio.list_snapshots(first.session_id)
-        assert [s.snapshot_id for s in chain] == [first.snapshot_id, second.snapshot_id, third.snapshot_id]
-        assert [s.parent_id for s in chain] == [None, first.snapshot_id, second.snapshot_id]
-        assert all(s.status is SnapshotStatus.COMPLETED for s in chain)
-        assert to_wire(chain[0])["parentId"] == ""  # the root as Genkit wrote it
-        leaf = await ours.aio.get_snapshot(session_id=first.session_id)
-        assert leaf is not None and leaf.snapshot_id == third.snapshot_id
-        assert texts(leaf) == ["hello", "echo hello", "again", "echo again", "third", "echo third"]
-
-    run(ours, scenario)
-
-
-def test_a_turn_whose_model_raises_stores_a_failed_snapshot_and_the_next_turn_resumes_before_it(ours: Any) -> None:
-    async def scenario() -> None:
-        agent = make_agent(GenkitSessionStore(ours.aio))
-        chat = agent.chat()
-        first = await chat.send("hello")
-        failed = await turn(agent, {"sessionId": first.session_id}, "boom")
-        assert failed.finish_reason.value == "failed" and failed.error.status == "INTERNAL"
-
-        stored = await ours.aio.list_snapshots(first.session_id)
-        bad = [s for s in stored if s.status is SnapshotStatus.FAILED]
-        assert len(bad) == 1 and bad[0].parent_id == first.snapshot_id
-        assert bad[0].error is not None and bad[0].error.status == "INTERNAL"
-        assert texts(bad[0])[-1] == "boom"
-
-        resumed = await turn(agent, {"sessionId": first.session_id}, "after")
-        after = await ours.aio.get_snapshot(snapshot_id=resumed.snapshot_id)
-        assert after is not None and after.status is SnapshotStatus.COMPLETED
-        assert after.parent_id in {s.snapshot_id for s in stored if s.status is SnapshotStatus.COMPLETED}
-        assert texts(after) == ["hello", "echo hello", "after", "echo after"]
-
-    run(ours, scenario)
-
-
-def test_resuming_by_snapshot_id_forks_the_tree_and_the_fork_becomes_the_leaf(ours: Any) -> None:
-    async def scenario() -> None:
-        agent = make_agent(GenkitSessionStore(ours.aio))
-        chat = agent.chat()
-        first = await chat.send("hello")
-        await chat.send("again")
-        fork = await agent.chat(snapshot_id=first.snapshot_id).send("instead")
-
-        forked = await ours.aio.get_snapshot(snapshot_id=fork.snapshot_id)
-        assert forked is not None and forked.parent_id == first.snapshot_id
-        assert texts(forked) == ["hello", "echo hello", "instead", "echo instead"]
-        children = [s for s in await ours.aio.list_snapshots(first.session_id) if s.parent_id == first.snapshot_id]
-        assert len(children) == 2
-        leaf = await ours.aio.get_snapshot(session_id=first.session_id)
-        assert leaf is not None and leaf.snapshot_id == fork.snapshot_id
-
-    run(ours, scenario)
-
-
-def test_a_detached_turn_is_stored_pending_takes_heartbeats_and_completes(
-    ours: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(runtime, "DEFAULT_HEARTBEAT_INTERVAL_MS", 20)
-
-    async def scenario() -> None:
-        model = Model()
-        agent = make_agent(GenkitSessionStore(ours.aio), model)
-        chat = agent.chat()
-        first = await chat.send("hello")
-        task = await chat.detach("slow")
-        pending = await ours.aio.get_snapshot(snapshot_id=task.snapshot_id)
-        assert pending is not None and pending.status is SnapshotStatus.PENDING
-        assert pending.parent_id == first.snapshot_id and pending.heartbeat_at is not None
-        beats = {pending.heartbeat_at}
-
-        async def beaten() -> bool:
-            now = await ours.aio.get_snapshot(snapshot_id=task.snapshot_id)
-            beats.add(now.heartbeat_at)
-            return len(beats) >= 3
-
-        await until(beaten)
-        model.release.set()
-
-        async def completed() -> bool:
-            now = await ours.aio.get_snapshot(snapshot_id=task.snapshot_id)
-            return now.status is SnapshotStatus.COMPLETED
-
-        await until(completed)
-        done = await ours.aio.get_snapshot(snapshot_id=task.snapshot_id)
-        assert texts(done) == ["hello", "echo hello", "slow", "echo slow"]
-        assert done.parent_id == first.snapshot_id
-
-    run(ours, scenario)
-
-
-@pytest.mark.parametrize("through", ["genkit", "our store"])
-def test_aborting_a_detached_turn_stores_aborted_and_the_turn_never_overwrites_it(ours: Any, through: str) -> None:
-    async def scenario() -> None:
-        model = Model()
-        agent = make_agent(GenkitSessionStore(ours.aio), model)
-        chat = agent.chat()
-        await chat.send("hello")
-        task = await chat.detach("slow")
-        await model.started.wait()
-        if through == "genkit":
-            before = await agent.abort(task.snapshot_id)
-            assert before is not None and before.value == "pending"
-        else:
-            assert await ours.aio.abort_snapshot(task.snapshot_id) is SnapshotStatus.PENDING
-        aborted = await ours.aio.get_snapshot(snapshot_id=task.snapshot_id)
-        assert aborted is not None and aborted.status is SnapshotStatus.ABORTED
-
-        model.release.set()
-        snapshot = await task.wait(interval=0.01)
-        assert snapshot.status.value == "aborted"
-        await asyncio.sleep(0.05)  # the background turn has finished and skipped its write
-        still = await ours.aio.get_snapshot(snapshot_id=task.snapshot_id)
-        assert still is not None and still.status is SnapshotStatus.ABORTED and texts(still)[-1] == "slow"
-
-    run(ours, scenario)
-
-
-def test_the_request_context_picks_the_tenant_and_tenants_do_not_see_each_other(ours: Any) -> None:
-    async def scenario() -> None:
-        agent = make_agent(GenkitSessionStore(ours.aio))
-        acme, globex = {"tenant": "acme"}, {"tenant": "globex"}
-        out = await turn(agent, {"sessionId": "shared"}, "for acme", context=acme)
-
-        stored = await ours.aio.get_snapshot(session_id="shared", context=acme)
-        assert stored is not None and stored.snapshot_id == out.snapshot_id and texts(stored)[0] == "for acme"
-        assert await ours.aio.get_snapshot(session_id="shared", context=globex) is None
-        assert await ours.aio.get_snapshot(session_id="shared") is None
-
-        other = await turn(agent, {"sessionId": "shared"}, "for globex", context=globex)
-        theirs = await ours.aio.get_snapshot(session_id="shared", context=globex)
-        assert theirs is not None and theirs.snapshot_id == other.snapshot_id
-        assert texts(theirs) == ["for globex", "echo for globex"]
-        missing = await turn(agent, {"snapshotId": out.snapshot_id}, "peek", context=globex)
-        assert missing.finish_reason.value == "failed" and missing.error.status == "NOT_FOUND"
-
-    run(ours, scenario)
-
-
-def test_a_session_written_by_genkits_file_store_is_imported_and_resumed(ours: Any, tmp_path: Path) -> None:
-    async def scenario() -> None:
-        file_agent = make_agent(agent_api.FileSessionStore(str(tmp_path)))
-        chat = file_agent.chat()
-        first = await chat.send("hello")
-        await chat.send("again")
-        written = [from_wire(SessionSnapshot, p.read_text(encoding="utf-8")) for p in sorted(tmp_path.glob("*.json"))]
-        assert len(written) == 2
-        assert await ours.aio.restore_snapshots(written) == 2
-
-        agent = make_agent(GenkitSessionStore(ours.aio))
-        resumed = await agent.chat(session_id=first.session_id).send("third")
-        leaf = await ours.aio.get_snapshot(session_id=first.session_id)
-        assert leaf is not None and leaf.snapshot_id == resumed.snapshot_id
-        assert texts(leaf) == ["hello", "echo hello", "again", "echo again", "third", "echo third"]
-        root = await ours.aio.get_snapshot(snapshot_id=first.snapshot_id)
-        on_disk = json.loads((tmp_path / f"{first.snapshot_id}.json").read_text(encoding="utf-8"))
-        assert on_disk["parentId"] == "" and to_wire(root) == on_disk
-
-    run(ours, scenario)
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.run.__name__ for s in SCENARIOS])
+def test_a_genkit_agent_scenario_stores_what_genkit_did(ours: Any, scenario: Scenario, tmp_path: Path) -> None:
+    run_scenario(Ours(ours.aio), scenario, tmp_path)
 
 
 # --- G3: nothing is lost ------------------------------------------------------------------------------
