@@ -20,7 +20,10 @@ def utc_now() -> datetime:
 
 def format_timestamp(moment: datetime) -> str:
     """``2026-11-29T23:06:05.123456Z``: fixed width, so the strings sort chronologically."""
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    m = moment if moment.tzinfo is timezone.utc else moment.astimezone(timezone.utc)
+    if m.year < 1000:  # as strftime writes it
+        return m.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return f"{m.year:04d}-{m.month:02d}-{m.day:02d}T{m.hour:02d}:{m.minute:02d}:{m.second:02d}.{m.microsecond:06d}Z"
 
 
 _ISO_8601 = re.compile(

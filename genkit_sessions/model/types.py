@@ -13,7 +13,7 @@ import enum
 import functools
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
-from typing import Any, Union, get_args
+from typing import Any, TypeVar, Union, get_args
 
 import attrs
 
@@ -172,6 +172,25 @@ def _string(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
 def _optional_bool(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is not None and not isinstance(value, bool):
         raise _invalid(_where(instance, attribute), f"must be True, False or None, got {_kind(value)}", "pass a bool")
+
+
+_Model = TypeVar("_Model")
+
+
+def replace_checked(instance: _Model, **changes: Any) -> _Model:
+    """``attrs.evolve(instance, **changes)`` without running converters and validators again: for
+    changes the caller has already checked (a store's own stamps, ids it validated), on an object that
+    was checked when it was made. Every frozen model object can only be made checked, so a copy is too."""
+    cls: Any = type(instance)
+    copy: _Model = object.__new__(cls)
+    for name in _field_names(cls):
+        object.__setattr__(copy, name, changes[name] if name in changes else getattr(instance, name))
+    return copy
+
+
+@functools.lru_cache(maxsize=64)
+def _field_names(cls: Any) -> tuple[str, ...]:
+    return tuple(field.name for field in attrs.fields(cls))
 
 
 @functools.lru_cache(maxsize=4096)

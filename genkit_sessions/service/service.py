@@ -34,7 +34,7 @@ from genkit_sessions.errors import GenkitError, Reason, Status
 from genkit_sessions.model.clock import Clock, utc_now
 from genkit_sessions.model.frozen_json import FrozenDict, thaw
 from genkit_sessions.model.ids import mint_id, validate_id
-from genkit_sessions.model.types import Message, Role, SessionSnapshot, SessionState, SnapshotStatus
+from genkit_sessions.model.types import Message, Role, SessionSnapshot, SessionState, SnapshotStatus, replace_checked
 from genkit_sessions.service.compaction import (
     Compaction,
     CompactionStrategy,
@@ -274,7 +274,7 @@ class _Rules:
             "save_snapshot",
             snapshot.snapshot_id,
             lambda existing: snapshot if existing is None else None,
-            options=CallOptions(context=context, expected_version=version),
+            options=replace_checked(_NO_OPTIONS, context=context, expected_version=version),  # a version read
         )
         if saved is None:  # a snapshot id minted here already exists: never in practice
             raise GenkitError(Status.INTERNAL, f"snapshot id {snapshot.snapshot_id!r} is taken; retry the call")
@@ -571,6 +571,10 @@ def _active(snapshot: SessionSnapshot | None) -> tuple[Message, ...]:
     return snapshot.state.messages
 
 
+_TEMPLATE = SessionSnapshot(snapshot_id="template", status=SnapshotStatus.COMPLETED)
+_NO_OPTIONS = CallOptions()
+
+
 def _child(
     session_id: str,
     parent: SessionSnapshot | None,
@@ -578,16 +582,21 @@ def _child(
     *,
     state: SessionState | None = None,
 ) -> SessionSnapshot:
+    """A completed snapshot of ``session_id`` holding ``messages``, child of ``parent``. Every part was
+    checked already (stored snapshots, checked messages, validated ids), so it is assembled without
+    checking again; the store checks the write as it does any other."""
     base = state if state is not None else (parent.state if parent is not None else None)
     as_tuple = tuple(messages)
-    new_state = SessionState(messages=as_tuple) if base is None else attrs.evolve(base, messages=as_tuple)
-    if new_state.session_id is not None and new_state.session_id != session_id:
-        new_state = attrs.evolve(new_state, session_id=session_id)
-    return SessionSnapshot(
+    if base is None:
+        new_state = SessionState(session_id=session_id, messages=as_tuple)
+    else:
+        in_state = base.session_id if base.session_id is None or base.session_id == session_id else session_id
+        new_state = replace_checked(base, messages=as_tuple, session_id=in_state)
+    return replace_checked(
+        _TEMPLATE,
         snapshot_id=mint_id(),
         session_id=session_id,
         parent_id=parent.snapshot_id if parent is not None else None,
-        status=SnapshotStatus.COMPLETED,
         state=new_state,
     )
 
@@ -604,9 +613,15 @@ def _require_completed(snapshot: SessionSnapshot) -> None:
         )
 
 
-def _metadata(message: Message) -> dict[str, Any]:
+_NO_METADATA: Mapping[str, Any] = FrozenDict({})
+
+
+def _metadata(message: Message) -> Mapping[str, Any]:
+    """A message's metadata object, read only (empty when it has none)."""
     metadata = message.metadata
-    return dict(metadata) if isinstance(metadata, Mapping) else {}
+    if isinstance(metadata, dict):  # FrozenDict, the common case: no copy, no ABC check
+        return metadata
+    return metadata if isinstance(metadata, Mapping) else _NO_METADATA
 
 
 def _event_id(message: Message) -> str | None:
@@ -693,7 +708,7 @@ def _summary(summary: Sequence[Message], source_id: str, covered: int) -> tuple[
     """The summary messages, with event ids, the first carrying the compaction marker."""
     marked: list[Message] = []
     for index, message in enumerate(summary):
-        metadata = thaw(_metadata(message))
+        metadata = dict(thaw(_metadata(message)))
         metadata.setdefault(EVENT_ID, os.urandom(16).hex())
         if index == 0:
             metadata[COMPACTION] = {"snapshotId": source_id, "covered": covered}

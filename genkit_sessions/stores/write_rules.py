@@ -16,7 +16,7 @@ import attrs
 
 from genkit_sessions.errors import GenkitError, Reason, Status
 from genkit_sessions.model.ids import validate_id
-from genkit_sessions.model.types import SessionSnapshot, SnapshotStatus
+from genkit_sessions.model.types import SessionSnapshot, SnapshotStatus, replace_checked
 from genkit_sessions.stores.protocol import Context, Mutator, TenantFn
 
 __all__ = [
@@ -188,7 +188,9 @@ def next_snapshot(
         )
     if existing is not None:
         _check_update(snapshot_id, existing, result, session_id, status)
-    return attrs.evolve(
+    # Every field was checked when ``result`` was made; the stamps are the store's own, the ids were
+    # validated above: no check runs twice.
+    return replace_checked(
         result,
         snapshot_id=snapshot_id,
         session_id=session_id,
