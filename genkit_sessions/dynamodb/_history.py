@@ -176,9 +176,11 @@ def window(
         found.update((yield from _fetch(engine, handle, range(first, len(history.blocks)))))
     messages = _messages(engine, handle, range(first, len(history.blocks)), found)
     if max_bytes is not None and max_messages is None:
-        while first > 0 and sum(map(message_bytes, messages)) < max_bytes:  # a byte bound wants older pages
+        used = sum(map(message_bytes, messages))
+        while first > 0 and used < max_bytes:  # a byte bound wants older pages
             first -= 1
             older = yield from blocks(engine, history, first, first + 1)
+            used += sum(map(message_bytes, older))
             messages = older + messages
     return window_of(messages, max_messages, max_bytes, older_left_out=first > 0)
 

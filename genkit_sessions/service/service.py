@@ -355,10 +355,16 @@ class _Rules:
         return (yield from self.append(session_id, batch, expected, context))
 
     def stream(
-        self, session_id: str | None, snapshot_id: str | None, chunk: int, full: bool, context: Context
+        self,
+        session_id: str | None,
+        snapshot_id: str | None,
+        chunk: int,
+        full: bool,
+        context: Context,
+        sink: list[Message] | None = None,
     ) -> Steps[None]:
         """H3: emit the active (or full) history of one snapshot, oldest first, ``chunk`` messages at a time,
-        holding one stored block at a time."""
+        holding one stored part at a time; with ``sink``, the chunks go into it instead."""
         if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
             raise GenkitError(
                 Status.INVALID_ARGUMENT,
@@ -398,12 +404,18 @@ class _Rules:
                 remaining -= len(messages)
                 buffer.extend(messages)
                 if len(buffer) >= chunk:
-                    yield _Emit(tuple(buffer))
+                    if sink is None:
+                        yield _Emit(tuple(buffer))
+                    else:
+                        sink.extend(buffer)
                     buffer = []
                 if not messages or cursor is None:
                     break
         if buffer:
-            yield _Emit(tuple(buffer))
+            if sink is None:
+                yield _Emit(tuple(buffer))
+            else:
+                sink.extend(buffer)
 
     def _first_message(self, plan: HistoryPlan, context: Context) -> Steps[tuple[Message, ...]]:
         found: tuple[tuple[Message, ...], Any] = yield from _store_call("history_next", plan, None, 1, context=context)
@@ -419,22 +431,8 @@ class _Rules:
         if not window.truncated:
             return window.messages, False
         collected: list[Message] = []
-        steps = self.stream(session_id, None, 500, False, context)
-        answer: Any = None
-        failure: BaseException | None = None
-        while True:
-            try:
-                step = steps.throw(failure) if failure is not None else steps.send(answer)
-            except StopIteration:
-                return tuple(collected), True
-            answer, failure = None, None
-            if isinstance(step, _Emit):
-                collected.extend(step.messages)
-                continue
-            try:
-                answer = yield step
-            except BaseException as exc:  # the stream's own rules decide what to do with it
-                failure = exc
+        yield from self.stream(session_id, None, 500, False, context, sink=collected)
+        return tuple(collected), True
 
     def replace_messages(self, session_id: str, messages: Sequence[Message], context: Context) -> Steps[None]:
         """M2: a new leaf holding exactly ``messages``, in one version-checked write (retried on a race)."""
