@@ -9,14 +9,14 @@ from genkit_sessions.cli._command import add_command
 
 
 def _run(args: argparse.Namespace) -> int:
-    from conformance.cli import run_from_args
+    from genkit_sessions_conformance.cli import run_from_args
 
     return run_from_args(args)
 
 
 def register(subparsers: Any) -> None:
     """Add the ``conformance`` command."""
-    from conformance.cli import add_arguments
+    from genkit_sessions_conformance.cli import add_arguments
 
     parser = add_command(
         subparsers,

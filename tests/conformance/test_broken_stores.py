@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-import conformance
+import genkit_sessions_conformance as conformance
 from tests.conformance.broken_stores import BROKEN_STORES, LeakyTenants
 
 

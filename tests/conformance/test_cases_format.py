@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cases import CASES_DIR, CaseFormatError, load_cases, parse_case_file
+from genkit_sessions_conformance.cases import CASES_DIR, CaseFormatError, load_cases, parse_case_file
 
 SCHEMA = Path(CASES_DIR).parent / "case.schema.json"
 
@@ -94,8 +94,8 @@ def test_duplicate_ids_across_files_are_refused(tmp_path: Path) -> None:
 
 
 def test_the_capability_list_is_the_one_the_schema_and_the_guide_name() -> None:
-    from conformance.cases import CAPABILITIES, CAPABILITY_METHODS
-    from conformance.store_handle import METHOD_CAPABILITIES
+    from genkit_sessions_conformance.cases import CAPABILITIES, CAPABILITY_METHODS
+    from genkit_sessions_conformance.store_handle import METHOD_CAPABILITIES
 
     schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
     requires = _find_key(schema, "requires")["requires"]["items"]["enum"]  # type: ignore[index]

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-import conformance
-from conformance.cli import load_factory, main
-from conformance.factories import memory
-from conformance.report import GENERATED_MARKER, progress_printer
+import genkit_sessions_conformance as conformance
 from genkit_sessions.cli.main import main as genkit_sessions_main
+from genkit_sessions_conformance.cli import load_factory, main
+from genkit_sessions_conformance.factories import memory
+from genkit_sessions_conformance.report import GENERATED_MARKER, progress_printer
 
 
 def test_python_m_conformance_passes_the_memory_store_and_writes_reports(

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-import conformance
+import genkit_sessions_conformance as conformance
 
 try:
     from tests.dynamodb_backends import make_client, server_endpoint, store_factory
@@ -49,7 +49,15 @@ def test_cli_factory_runs_the_store_area_on_inprocess_moto() -> None:
     import sys
 
     done = subprocess.run(
-        [sys.executable, "-m", "conformance", "--store", "conformance.factories:dynamodb_moto", "--area", "store"],
+        [
+            sys.executable,
+            "-m",
+            "genkit_sessions_conformance",
+            "--store",
+            "genkit_sessions_conformance.factories:dynamodb_moto",
+            "--area",
+            "store",
+        ],
         capture_output=True,
         text=True,
         timeout=300,

@@ -6,16 +6,17 @@ from pathlib import Path
 
 import pytest
 
-import conformance
-from conformance.report import GENERATED_MARKER, render_markdown
+import genkit_sessions_conformance as conformance
+from genkit_sessions_conformance.report import GENERATED_MARKER, render_markdown
 
 pytest.importorskip("genkit.exp.agent")
 
-from conformance.adapters.genkit_peer import GenkitPeerStore
+from genkit_sessions_conformance.adapters.genkit_peer import GenkitPeerStore
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "conformance-genkit-peer.md"
 COMMAND = (
-    "python -m conformance --store conformance.adapters.genkit_peer:GenkitPeerStore --profile walk-back "
+    "python -m genkit_sessions_conformance --store genkit_sessions_conformance.adapters.genkit_peer:GenkitPeerStore "
+    "--profile walk-back "
     "--markdown docs/conformance-genkit-peer.md"
 )
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from conformance.cases import expand, parse_case_file
-from conformance.match import Mismatch, match
+from genkit_sessions_conformance.cases import expand, parse_case_file
+from genkit_sessions_conformance.match import Mismatch, match
 
 keys = st.text(min_size=1, max_size=8).filter(lambda k: not k.startswith("$"))
 scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=10)

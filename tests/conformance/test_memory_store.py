@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-import conformance
-from conformance.factories import memory, memory_async
+import genkit_sessions_conformance as conformance
+from genkit_sessions_conformance.factories import memory, memory_async
 
 
 @pytest.mark.parametrize("profile", conformance.PROFILES)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.factories import memory
-from conformance.pytest_plugin import conformance_tests
+from genkit_sessions_conformance.factories import memory
+from genkit_sessions_conformance.pytest_plugin import conformance_tests
 
 pytest_plugins = ["pytester"]
 
@@ -15,7 +15,7 @@ test_memory_store_case = conformance_tests(memory, areas=["store", "ids"])
 def test_a_broken_store_fails_its_cases_by_id(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         """
-        from conformance.pytest_plugin import conformance_tests
+        from genkit_sessions_conformance.pytest_plugin import conformance_tests
         from tests.conformance.broken_stores import OldestLeaf
 
         test_broken = conformance_tests(OldestLeaf, areas=["store"])

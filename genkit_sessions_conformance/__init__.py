@@ -1,16 +1,16 @@
 """The conformance suite of genkit_sessions: language-neutral cases and a runner for any store.
 
-Run it from a shell (``python -m conformance --store module:factory``) or from
+Run it from a shell (``python -m genkit_sessions_conformance --store module:factory``) or from
 one test in a store author's own CI::
 
-    import conformance
+    import genkit_sessions_conformance as conformance
 
     def test_my_store_conforms():
         conformance.run_suite(MyStore).assert_passed()
 """
 
-from conformance.cases import CAPABILITIES, PROFILES, Case, CaseFormatError, load_cases
-from conformance.runner import CaseResult, StoreFactory, SuiteReport, run_cases, run_suite
+from genkit_sessions_conformance.cases import CAPABILITIES, PROFILES, Case, CaseFormatError, load_cases
+from genkit_sessions_conformance.runner import CaseResult, StoreFactory, SuiteReport, run_cases, run_suite
 
 __all__ = [
     "CAPABILITIES",

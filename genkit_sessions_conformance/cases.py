@@ -29,7 +29,7 @@ __all__ = [
     "parse_case_file",
 ]
 
-CASES_DIR = Path(__file__).with_name("cases")
+CASES_DIR = Path(__file__).resolve().parents[1] / "conformance" / "cases"
 PROFILES = ("reject", "walk-back")
 CAPABILITY_METHODS: dict[str, str | None] = {
     "restore": "restore_snapshots",

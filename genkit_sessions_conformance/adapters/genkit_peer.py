@@ -8,7 +8,8 @@ Everything else (stamping, leaf choice, terminal statuses, tenancy) is
 Genkit's own behaviour. ``genkit`` is an optional dependency (the ``genkit-peer``,
 ``test`` and ``bench`` extras), imported only when a store is made::
 
-    python -m conformance --store conformance.adapters.genkit_peer:GenkitPeerStore --profile walk-back
+    python -m genkit_sessions_conformance --profile walk-back \
+        --store genkit_sessions_conformance.adapters.genkit_peer:GenkitPeerStore
 """
 
 from __future__ import annotations

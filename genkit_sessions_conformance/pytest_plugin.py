@@ -2,7 +2,7 @@
 
 In a test module::
 
-    from conformance.pytest_plugin import conformance_tests
+    from genkit_sessions_conformance.pytest_plugin import conformance_tests
 
     test_my_store = conformance_tests(MyStore, profile="walk-back", claims=["tenancy"])
 
@@ -17,9 +17,9 @@ import asyncio
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from conformance.cases import Case, load_cases
-from conformance.runner import StoreFactory, run_cases
-from conformance.store_handle import detect_capabilities
+from genkit_sessions_conformance.cases import Case, load_cases
+from genkit_sessions_conformance.runner import StoreFactory, run_cases
+from genkit_sessions_conformance.store_handle import detect_capabilities
 
 __all__ = ["conformance_tests"]
 

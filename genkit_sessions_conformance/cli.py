@@ -1,4 +1,4 @@
-"""The command line shared by ``python -m conformance`` and ``genkit-sessions conformance``."""
+"""The command line shared by ``python -m genkit_sessions_conformance`` and ``genkit-sessions conformance``."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from conformance.cases import CAPABILITIES, PROFILES, load_cases
-from conformance.report import (
+from genkit_sessions_conformance.cases import CAPABILITIES, PROFILES, load_cases
+from genkit_sessions_conformance.report import (
     progress_printer,
     render_rule_table,
     render_summary,
@@ -19,11 +19,11 @@ from conformance.report import (
     write_junit,
     write_markdown,
 )
-from conformance.runner import StoreFactory, run_cases
+from genkit_sessions_conformance.runner import StoreFactory, run_cases
 
 __all__ = ["DEFAULT_STORE", "add_arguments", "load_factory", "main", "run_from_args"]
 
-DEFAULT_STORE = "conformance.factories:memory"
+DEFAULT_STORE = "genkit_sessions_conformance.factories:memory"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -106,7 +106,7 @@ def run_from_args(args: argparse.Namespace) -> int:
 
 def _command(args: argparse.Namespace) -> str:
     """The command line that reproduces this run (output files left out)."""
-    parts = ["python -m conformance", f"--store {args.store}", f"--profile {args.profile}"]
+    parts = ["python -m genkit_sessions_conformance", f"--store {args.store}", f"--profile {args.profile}"]
     parts += [f"--claim {c}" for c in args.claim]
     parts += [f"--area {a}" for a in args.area or ()]
     if args.markdown is not None:
@@ -115,9 +115,9 @@ def _command(args: argparse.Namespace) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m conformance``."""
+    """``python -m genkit_sessions_conformance``."""
     parser = argparse.ArgumentParser(
-        prog="python -m conformance",
+        prog="python -m genkit_sessions_conformance",
         description="Run the genkit_sessions conformance cases against a session store.",
     )
     add_arguments(parser)

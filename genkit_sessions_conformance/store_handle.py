@@ -10,11 +10,11 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from conformance.cases import CAPABILITY_METHODS
 from genkit_sessions.errors import GenkitError, Status
 from genkit_sessions.model.types import SessionSnapshot
 from genkit_sessions.model.wire import from_wire
 from genkit_sessions.stores.protocol import Context
+from genkit_sessions_conformance.cases import CAPABILITY_METHODS
 
 __all__ = ["METHOD_CAPABILITIES", "StoreHandle", "context_for", "detect_capabilities", "fault_error", "with_fault"]
 

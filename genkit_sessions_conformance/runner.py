@@ -21,9 +21,6 @@ from typing import Any
 
 import attrs
 
-from conformance.cases import Case, load_cases
-from conformance.match import Mismatch, match
-from conformance.store_handle import StoreHandle, close_store, context_for, detect_capabilities, with_fault
 from genkit_sessions.errors import GenkitError, Status
 from genkit_sessions.model.clock import parse_timestamp
 from genkit_sessions.model.frozen_json import thaw
@@ -40,6 +37,15 @@ from genkit_sessions.service import (
     SessionService,
 )
 from genkit_sessions.stores.protocol import SessionRecord
+from genkit_sessions_conformance.cases import Case, load_cases
+from genkit_sessions_conformance.match import Mismatch, match
+from genkit_sessions_conformance.store_handle import (
+    StoreHandle,
+    close_store,
+    context_for,
+    detect_capabilities,
+    with_fault,
+)
 
 __all__ = ["CaseResult", "StoreFactory", "SuiteReport", "run_cases", "run_suite"]
 
