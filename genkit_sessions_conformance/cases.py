@@ -9,6 +9,7 @@ into ``text * n`` so long ids stay readable in the files. The full format is
 
 from __future__ import annotations
 
+import enum
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -21,7 +22,9 @@ __all__ = [
     "ACTIONS",
     "CAPABILITIES",
     "CASES_DIR",
+    "Capability",
     "PROFILES",
+    "SHIPPED_DIR",
     "Case",
     "CaseFormatError",
     "expand",
@@ -29,28 +32,63 @@ __all__ = [
     "parse_case_file",
 ]
 
-CASES_DIR = Path(__file__).resolve().parents[1] / "conformance" / "cases"
+
+def _shipped_dir() -> Path:
+    """Where the shipped cases, their schema and IMPLEMENTING.md are: ``data/`` inside the installed
+    package (a wheel puts the repository's ``conformance/`` folder there), else, in a checkout of the
+    repository, that folder itself."""
+    installed = Path(__file__).with_name("data")
+    if (installed / "cases").is_dir():
+        return installed
+    return Path(__file__).resolve().parents[1] / "conformance"
+
+
+SHIPPED_DIR = _shipped_dir()
+"""The folder of the shipped case files (``cases/``), ``case.schema.json`` and ``IMPLEMENTING.md``."""
+CASES_DIR = SHIPPED_DIR / "cases"
 PROFILES = ("reject", "walk-back")
-CAPABILITY_METHODS: dict[str, str | None] = {
-    "restore": "restore_snapshots",
-    "list": "list_snapshots",
-    "delete": "delete_session",
-    "abort": "abort_snapshot",
-    "heartbeat": "heartbeat",
-    "watch": "watch_status",
-    "records": "get_session_record",
-    "sessions": "create_session",
-    "history": "read_window",
-    "tenancy": None,
-}
-"""The one list of optional capabilities: each with the store method that provides it (None: probed, as
-tenancy is by writing under one tenant and reading under another). The runner, the CLI, the case schema
-and IMPLEMENTING.md all follow it (a test keeps the last two in step)."""
-CAPABILITIES = tuple(CAPABILITY_METHODS)
+
+
+class Capability(str, enum.Enum):
+    """The one list of optional capabilities a store may have, each with the store method that provides
+    it (None: probed, as tenancy is, by writing under one tenant and reading under another).
+
+    Everything else follows it: the runner's detection, ``--claim``, the case format's ``requires``, the
+    case schema and IMPLEMENTING.md (a test keeps the last two in step). Members equal their names
+    (``Capability.LIST == "list"``).
+    """
+
+    method: str | None
+
+    def __new__(cls, name: str, method: str | None) -> Capability:
+        member = str.__new__(cls, name)
+        member._value_ = name
+        member.method = method
+        return member
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    RESTORE = ("restore", "restore_snapshots")
+    LIST = ("list", "list_snapshots")
+    DELETE = ("delete", "delete_session")
+    ABORT = ("abort", "abort_snapshot")
+    HEARTBEAT = ("heartbeat", "heartbeat")
+    WATCH = ("watch", "watch_status")
+    RECORDS = ("records", "get_session_record")
+    SESSIONS = ("sessions", "create_session")
+    HISTORY = ("history", "read_window")
+    TENANCY = ("tenancy", None)
+
+
+CAPABILITIES: tuple[str, ...] = tuple(c.value for c in Capability)
+"""The capability names, in :class:`Capability` order."""
+CAPABILITY_METHODS: dict[str, str | None] = {c.value: c.method for c in Capability}
+"""Capability name -> the store method that provides it (None: probed)."""
 ACTIONS = ("resolve", "steps", "codec")
 LEVELS = ("must", "should")
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_RULE = re.compile(r"^(R([1-9]|1[0-7])|S([1-9]|1[0-2])|V([1-9]|1[0-3])|H[1-4]|M[1-4]|ID|WIRE|MODEL)$")
+_RULE = re.compile(r"^(R([1-9]|1[0-7])|S([1-9]|1[0-2])|V([1-9]|1[0-3])|H[1-4]|M[1-4]|G[1-4]|ID|WIRE|MODEL)$")
 
 
 class CaseFormatError(ValueError):
@@ -107,7 +145,10 @@ def _case(raw: Any, area: str, where: str) -> Case:
     where = f"{where} ({case_id})"
     rules = raw.get("rules") if "rules" in raw else [raw.get("rule")]
     if not isinstance(rules, list) or not rules or not all(isinstance(r, str) and _RULE.match(r) for r in rules):
-        raise CaseFormatError(f"{where}: rule(s) {rules!r} must be R1-R17, S1-S12, V1-V13, ID, WIRE or MODEL")
+        raise CaseFormatError(
+            f"{where}: rule(s) {rules!r} must be rule ids of docs/contract.md: "
+            "R1-R17, S1-S12, V1-V13, H1-H4, M1-M4, G1-G4, ID, WIRE or MODEL"
+        )
     description = raw.get("description")
     if not isinstance(description, str) or not description.strip():
         raise CaseFormatError(f"{where}: description must be a non-empty string")

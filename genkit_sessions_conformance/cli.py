@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from genkit_sessions_conformance.cases import CAPABILITIES, PROFILES, load_cases
+from genkit_sessions.errors import GenkitError
+from genkit_sessions_conformance.cases import CAPABILITIES, PROFILES, Case, load_cases
 from genkit_sessions_conformance.report import (
     progress_printer,
     render_rule_table,
@@ -21,7 +24,7 @@ from genkit_sessions_conformance.report import (
 )
 from genkit_sessions_conformance.runner import StoreFactory, run_cases
 
-__all__ = ["DEFAULT_STORE", "add_arguments", "load_factory", "main", "run_from_args"]
+__all__ = ["DEFAULT_STORE", "add_arguments", "load_factory", "main", "run_from_args", "select_cases"]
 
 DEFAULT_STORE = "genkit_sessions_conformance.factories:memory"
 
@@ -58,10 +61,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def load_factory(spec: str) -> StoreFactory:
-    """Import ``module:attribute`` (the attribute may be dotted) and return it; it must be callable."""
+    """Import ``module:attribute`` (the attribute may be dotted) and return it; it must be callable.
+
+    The current directory is searched first, as ``python -m`` does, so ``--store mystore:make`` finds
+    ``./mystore.py`` whichever way the suite was started.
+    """
     module_name, sep, attribute = spec.partition(":")
     if not sep or not module_name or not attribute:
         raise SystemExit(f"--store {spec!r}: use MODULE:FACTORY, for example {DEFAULT_STORE}")
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         target: Any = importlib.import_module(module_name)
     except ImportError as exc:
@@ -80,17 +89,20 @@ def load_factory(spec: str) -> StoreFactory:
 def run_from_args(args: argparse.Namespace) -> int:
     """Run the suite as the parsed options say, print the tables; 0 when every required case passed."""
     factory = load_factory(args.store)
-    cases = load_cases(areas=args.area, ids=args.case)
-    report = asyncio.run(
-        run_cases(
-            factory,
-            cases,
-            profile=args.profile,
-            store_name=args.store,
-            claims=args.claim,
-            on_result=progress_printer(sys.stderr),
+    cases = select_cases(args.area, args.case)
+    try:
+        report = asyncio.run(
+            run_cases(
+                factory,
+                cases,
+                profile=args.profile,
+                store_name=args.store,
+                claims=args.claim,
+                on_result=progress_printer(sys.stderr),
+            )
         )
-    )
+    except GenkitError as error:  # the factory makes no stores: one clear error, not a failure per case
+        raise SystemExit(f"--store {args.store}: {error.message}") from None
     print(render_summary(report))
     if args.by_rule:
         print()
@@ -102,6 +114,31 @@ def run_from_args(args: argparse.Namespace) -> int:
     if args.markdown is not None:
         write_markdown(report, args.markdown, _command(args))
     return 0 if report.ok else 1
+
+
+def select_cases(areas: Sequence[str] | None, ids: Sequence[str] | None) -> list[Case]:
+    """The shipped cases of ``areas`` and ``ids`` (None: all). An area or an id that names no case is an
+    error (exit status 2) naming what exists, so a typo can never make a run pass on nothing."""
+    everything = load_cases()
+    known_areas = sorted({c.area for c in everything})
+    unknown = [a for a in areas or () if a not in known_areas]
+    if unknown:
+        raise SystemExit(f"--area {', '.join(unknown)}: no such area; the areas are {', '.join(known_areas)}")
+    known_ids = [c.id for c in everything]
+    missing = [i for i in ids or () if i not in known_ids]
+    if missing:
+        hints = []
+        for case_id in missing:
+            close = difflib.get_close_matches(case_id, known_ids, n=3)
+            hints.append(f"{case_id!r}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
+        raise SystemExit(
+            f"--case {', '.join(hints)}: no case has this id; ids are listed in the JSON report (--json) "
+            "and in conformance/cases/*.json"
+        )
+    cases = load_cases(areas=areas, ids=ids)
+    if not cases:
+        raise SystemExit("no case matches both --area and --case; drop one of them")
+    return cases
 
 
 def _command(args: argparse.Namespace) -> str:

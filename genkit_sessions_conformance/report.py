@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
+from genkit_sessions_conformance.rules import CONTRACT, rule_text
 from genkit_sessions_conformance.runner import CaseResult, SuiteReport
 
 __all__ = [
@@ -98,10 +99,12 @@ def render_summary(report: SuiteReport) -> str:
         ),
     ]
     if report.failures:
-        lines += ["", "failures:"]
+        lines += ["", f"failures (each rule in full: {CONTRACT}):"]
         for result in report.failures:
             optional = "" if result.case.level == "must" else " (should: does not fail the run)"
             lines.append(f"  {result.case.id}{optional}: {result.message}")
+            lines.append(f"      why the case exists: {result.case.description}")
+            lines.append(f"      {result.case.rule}: {rule_text(result.case.rule)}")
     skipped = Counter(r.message for r in report.results if r.outcome == "skipped")
     if skipped:
         lines += ["", "skipped: " + "; ".join(f"{why} ({n})" for why, n in sorted(skipped.items()))]
@@ -139,6 +142,7 @@ def to_json(report: SuiteReport) -> dict[str, Any]:
                 "rules": list(r.case.rules),
                 "level": r.case.level,
                 "description": r.case.description,
+                "ruleText": rule_text(r.case.rule),
                 "outcome": r.outcome,
                 "message": r.message,
                 "seconds": round(r.seconds, 6),
@@ -176,7 +180,9 @@ def to_junit_xml(report: SuiteReport) -> ET.Element:
                 suite, "testcase", classname=f"conformance.{area}", name=r.case.id, time=f"{r.seconds:.6f}"
             )
             if r.outcome == "failed":
-                ET.SubElement(case, "failure", message=r.message, type=r.case.rule).text = r.case.description
+                ET.SubElement(
+                    case, "failure", message=r.message, type=r.case.rule
+                ).text = f"{r.case.description}\n{r.case.rule}: {rule_text(r.case.rule)} ({CONTRACT})"
             elif r.outcome == "skipped":
                 ET.SubElement(case, "skipped", message=r.message)
     return root

@@ -41,16 +41,18 @@ from genkit_sessions_conformance.cases import Case, load_cases
 from genkit_sessions_conformance.match import Mismatch, match
 from genkit_sessions_conformance.store_handle import (
     StoreHandle,
-    close_store,
     context_for,
     detect_capabilities,
+    open_store,
     with_fault,
 )
 
 __all__ = ["CaseResult", "StoreFactory", "SuiteReport", "run_cases", "run_suite"]
 
 StoreFactory = Callable[[], Any]
-"""Returns a fresh, empty store (blocking or async) each time it is called."""
+"""Returns a fresh, empty store (blocking or async) each time it is called, or a context manager (sync
+or async) that yields one and cleans it up on exit (see
+:func:`~genkit_sessions_conformance.store_handle.open_store`)."""
 
 _WATCH_TIMEOUT = 2.0
 _CODEC_TYPES: dict[str, Any] = {
@@ -105,7 +107,7 @@ class SuiteReport:
         """Raise AssertionError listing every failed required case (for a store author's own test)."""
         failed = [r for r in self.failures if r.case.level == "must"]
         if failed:
-            lines = "\n".join(f"  {r.case.id}: {r.message}" for r in failed)
+            lines = "\n".join(f"  {r.case.id}: {r.message}\n      ({r.case.description})" for r in failed)
             raise AssertionError(f"{len(failed)} required conformance case(s) failed against {self.store}:\n{lines}")
 
 
@@ -455,7 +457,7 @@ def _record_json(record: SessionRecord | None) -> dict[str, Any] | None:
 
 
 async def _service(handle: StoreHandle, step: Mapping[str, Any]) -> Any:
-    """One call of the session service (SPEC section 6) on the store; the answer as plain JSON."""
+    """One call of the session service (contract section 6) on the store; the answer as plain JSON."""
     call = step["call"]
     args = dict(step.get("args", {}))
     context = context_for(step.get("tenant"))
@@ -702,24 +704,21 @@ async def _run_case(case: Case, factory: StoreFactory, profile: str, capabilitie
     if reason is not None:
         return CaseResult(case, "skipped", reason)
     started = time.perf_counter()
-    handle: StoreHandle | None = None
     try:
         if case.action == "codec":
             _run_codec(case)
         else:
-            handle = StoreHandle(factory())
-            if case.action == "resolve":
-                await _run_resolve(case, handle, profile, capabilities)
-            else:
-                await _run_steps(case, handle, capabilities)
+            async with open_store(factory) as store:
+                handle = StoreHandle(store)
+                if case.action == "resolve":
+                    await _run_resolve(case, handle, profile, capabilities)
+                else:
+                    await _run_steps(case, handle, capabilities)
     except CaseFailed as failed:
         return CaseResult(case, "failed", str(failed), time.perf_counter() - started)
     except Exception as error:
         message = f"[{case.rule}] the case could not run: {type(error).__name__}: {error}"
         return CaseResult(case, "failed", message, time.perf_counter() - started)
-    finally:
-        if handle is not None:
-            await close_store(handle.store)
     return CaseResult(case, "passed", "", time.perf_counter() - started)
 
 
@@ -740,6 +739,12 @@ async def run_cases(
     ``detected`` passes capabilities found earlier, to skip detecting them again.
     """
     claims = frozenset(claims)
+    if not cases:
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            "no conformance case was selected, so nothing would be judged; check the areas and case ids "
+            f"asked for (areas: {', '.join(sorted({c.area for c in load_cases()}))})",
+        )
     started = time.perf_counter()
     if detected is None:
         detected = await detect_capabilities(factory)

@@ -6,8 +6,9 @@ what needs awaiting, so one runner serves blocking and async stores alike.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from genkit_sessions.errors import GenkitError, Status
@@ -16,7 +17,16 @@ from genkit_sessions.model.wire import from_wire
 from genkit_sessions.stores.protocol import Context
 from genkit_sessions_conformance.cases import CAPABILITY_METHODS
 
-__all__ = ["METHOD_CAPABILITIES", "StoreHandle", "context_for", "detect_capabilities", "fault_error", "with_fault"]
+__all__ = [
+    "METHOD_CAPABILITIES",
+    "StoreHandle",
+    "context_for",
+    "detect_capabilities",
+    "fault_error",
+    "is_store",
+    "open_store",
+    "with_fault",
+]
 
 METHOD_CAPABILITIES: dict[str, str] = {name: method for name, method in CAPABILITY_METHODS.items() if method}
 """Capability name -> the optional store method that provides it. ``tenancy`` is probed instead."""
@@ -46,23 +56,81 @@ class StoreHandle:
         return result
 
 
+def is_store(value: object) -> bool:
+    """True when ``value`` has the two methods every store has: ``get_snapshot`` and ``save_snapshot``."""
+    return callable(getattr(value, "get_snapshot", None)) and callable(getattr(value, "save_snapshot", None))
+
+
+def _factory_name(factory: Callable[[], Any]) -> str:
+    module = getattr(factory, "__module__", None)
+    name = getattr(factory, "__qualname__", None) or repr(factory)
+    return f"{module}:{name}" if module else str(name)
+
+
+def _not_a_store(factory: Callable[[], Any], got: object, how: str) -> GenkitError:
+    return GenkitError(
+        Status.INVALID_ARGUMENT,
+        f"the store factory {_factory_name(factory)} {how} {type(got).__name__}, which is not a store: a store "
+        "has get_snapshot and save_snapshot (genkit_sessions.stores.protocol.SessionStore, or AsyncSessionStore). "
+        "Pass a callable that returns a fresh, empty store each time, or a context manager that yields one "
+        "(and cleans it up on exit); a class such as InMemorySessionStore is such a callable",
+    )
+
+
+@contextlib.asynccontextmanager
+async def open_store(factory: Callable[[], Any]) -> AsyncIterator[Any]:
+    """A fresh store from ``factory`` for one case, cleaned up afterwards.
+
+    The factory returns a store (closed afterwards with its ``aclose`` or ``close``, when it has one), or
+    a context manager, sync or async, that yields a store: entered before the case, exited after it, so
+    a factory can hand out a namespace of one real table and delete what the case wrote. Anything else is
+    INVALID_ARGUMENT, raised before any case runs.
+    """
+    try:
+        made = factory()
+    except Exception as error:
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"calling the store factory {_factory_name(factory)} raised {type(error).__name__}: {error}; "
+            "it must return a fresh, empty store when called with no arguments",
+        ) from error
+    if is_store(made):
+        try:
+            yield made
+        finally:
+            await close_store(made)
+    elif hasattr(made, "__aenter__") and hasattr(made, "__aexit__"):
+        async with made as store:
+            if not is_store(store):
+                raise _not_a_store(factory, store, "returned an async context manager that yields")
+            yield store
+    elif hasattr(made, "__enter__") and hasattr(made, "__exit__"):
+        with made as store:
+            if not is_store(store):
+                raise _not_a_store(factory, store, "returned a context manager that yields")
+            yield store
+    else:
+        raise _not_a_store(factory, made, "returned")
+
+
 async def detect_capabilities(factory: Callable[[], Any]) -> dict[str, bool]:
     """Which optional capabilities the factory's stores offer.
 
     Methods are detected by name; tenancy by saving under one tenant and reading
-    under another on a store of its own (isolated means supported).
+    under another on a store of its own (isolated means supported). A factory that does not
+    make stores is INVALID_ARGUMENT (see :func:`open_store`).
     """
-    handle = StoreHandle(factory())
-    found = {name: handle.has(method) for name, method in METHOD_CAPABILITIES.items()}
-    probe = SessionSnapshot(snapshot_id="conformance-probe", session_id="conformance-probe", created_at="")
-    try:
-        await handle.call("save_snapshot", "conformance-probe", lambda _: probe, context=context_for("probe-a"))
-        leaked = await handle.call("get_snapshot", snapshot_id="conformance-probe", context=context_for("probe-b"))
-        own = await handle.call("get_snapshot", snapshot_id="conformance-probe", context=context_for("probe-a"))
-        found["tenancy"] = leaked is None and own is not None
-    except Exception:
-        found["tenancy"] = False
-    await close_store(handle.store)
+    async with open_store(factory) as store:
+        handle = StoreHandle(store)
+        found = {name: handle.has(method) for name, method in METHOD_CAPABILITIES.items()}
+        probe = SessionSnapshot(snapshot_id="conformance-probe", session_id="conformance-probe", created_at="")
+        try:
+            await handle.call("save_snapshot", "conformance-probe", lambda _: probe, context=context_for("probe-a"))
+            leaked = await handle.call("get_snapshot", snapshot_id="conformance-probe", context=context_for("probe-b"))
+            own = await handle.call("get_snapshot", snapshot_id="conformance-probe", context=context_for("probe-a"))
+            found["tenancy"] = leaked is None and own is not None
+        except Exception:
+            found["tenancy"] = False
     return found
 
 
