@@ -2,7 +2,7 @@
 
 ``GenkitSessionStore(store.aio)`` is a ``genkit.exp.agent.SessionStore`` and,
 when the store can watch statuses, a ``SnapshotSubscriber``, so a Genkit agent
-runs on it unchanged (SPEC G1)::
+runs on it unchanged (contract rule G1)::
 
     from genkit_sessions.genkit import GenkitSessionStore
 

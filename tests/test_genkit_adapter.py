@@ -1,4 +1,4 @@
-"""A real Genkit agent (``genkit==0.12.0``) on our stores through ``genkit_sessions.genkit`` (SPEC G1-G4).
+"""A real Genkit agent (``genkit==0.12.0``) on our stores through ``genkit_sessions.genkit`` (contract rule G1-G4).
 
 The model is a Python function (no network). Every scenario runs on the
 in-memory store and on DynamoDB over a moto server, and asserts what is stored,

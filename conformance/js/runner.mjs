@@ -61,8 +61,8 @@ const MISSING_WHY = {
   delete: "Genkit JS's SessionStore cannot delete a session",
   heartbeat: 'Genkit JS refreshes heartbeatAt only inside a detached turn, every 30 s',
   watch: 'no onSnapshotStateChange',
-  records: 'Genkit JS has no session records, SPEC section 6',
-  sessions: 'Genkit JS has no session service, SPEC section 6',
+  records: 'Genkit JS has no session records, contract section 6',
+  sessions: 'Genkit JS has no session service, contract section 6',
   tenancy: 'the request context does not isolate data',
 };
 

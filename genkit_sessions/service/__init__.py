@@ -1,4 +1,4 @@
-"""Sessions as records (SPEC section 6): the session service, its async twin, and compaction."""
+"""Sessions as records (contract section 6): the session service, its async twin, and compaction."""
 
 from genkit_sessions.service.chat_memory import AsyncChatMemoryStore, ChatMemoryStore
 from genkit_sessions.service.compaction import (

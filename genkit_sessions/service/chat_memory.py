@@ -1,4 +1,4 @@
-"""The message-store facade (SPEC section 8): three methods over any of our stores, for chat loops
+"""The message-store facade (contract section 8): three methods over any of our stores, for chat loops
 written the LangChain way (load the messages, call the model, store the messages).
 
 A memory id is a session id. ``get_messages`` is the session's complete active

@@ -1,4 +1,4 @@
-"""Compaction (SPEC V12): when a trigger fires on the active view, a strategy says how many leading
+"""Compaction (contract rule V12): when a trigger fires on the active view, a strategy says how many leading
 messages it covers and which summary messages replace them.
 
 Both are plain callables, so a caller's own function works as either. Shipped: a message-count and a

@@ -1,4 +1,4 @@
-"""What every store's bounded history read shares (SPEC H2): checking the bounds and cutting a window."""
+"""What every store's bounded history read shares (contract rule H2): checking the bounds and cutting a window."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """One async face for any blocking store, on an executor the caller hands over.
 
-Blocking I/O is never moved to a thread behind the caller's back (SPEC M4):
+Blocking I/O is never moved to a thread behind the caller's back (contract rule M4):
 a store whose own async face needs a library that is not installed says so
 with UNIMPLEMENTED (reason ASYNC_NOT_SUPPORTED), and the caller who accepts a
 thread pool wraps the store explicitly::

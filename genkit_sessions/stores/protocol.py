@@ -211,7 +211,7 @@ class SupportsAsyncRestore(Protocol):
 
 @attrs.frozen
 class SessionRecord:
-    """A session as a record, kept in step with its snapshots by every write (SPEC section 6).
+    """A session as a record, kept in step with its snapshots by every write (contract section 6).
 
     ``version`` (V8) advances by exactly one on every write that creates a snapshot or changes a
     snapshot's state or status (a restore counts each snapshot it writes), never on a heartbeat, and
@@ -286,7 +286,7 @@ class SessionPage:
 
 @runtime_checkable
 class SupportsSessions(SupportsRecords, Protocol):
-    """Sessions as records (SPEC section 6): what :class:`~genkit_sessions.SessionService` needs of a store.
+    """Sessions as records (contract section 6): what :class:`~genkit_sessions.SessionService` needs of a store.
 
     ``save_snapshot`` of such a store also takes ``options=CallOptions(...)``.
     """
@@ -433,7 +433,7 @@ class HistoryPlan:
 
 @runtime_checkable
 class SupportsHistory(Protocol):
-    """Bounded and streamed reads of a session's messages (SPEC section 7); both our stores offer them."""
+    """Bounded and streamed reads of a session's messages (contract section 7); both our stores offer them."""
 
     def read_window(
         self,

@@ -1,4 +1,4 @@
-"""Rules every store applies the same way to sessions as records (SPEC section 6): argument checks,
+"""Rules every store applies the same way to sessions as records (contract section 6): argument checks,
 page tokens, and the errors the service and the stores raise.
 """
 

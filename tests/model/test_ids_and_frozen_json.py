@@ -1,4 +1,4 @@
-"""Ids (SPEC section 4) and frozen JSON values, including property-based round trips."""
+"""Ids (contract section 4) and frozen JSON values, including property-based round trips."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""History that never arrives incomplete (SPEC section 7, H1-H4) and the message-store facade (section 8,
+"""History that never arrives incomplete (contract section 7, H1-H4) and the message-store facade (section 8,
 M1-M4), on every store: memory, DynamoDB in-process and on a moto server over HTTP."""
 
 from __future__ import annotations

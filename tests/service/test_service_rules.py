@@ -1,4 +1,4 @@
-"""The session service's rules V1-V13 (SPEC section 6), on every store: memory, DynamoDB in-process and
+"""The session service's rules V1-V13 (contract section 6), on every store: memory, DynamoDB in-process and
 on a moto server over HTTP. Each test is named for what it proves and the rule it pins."""
 
 from __future__ import annotations
