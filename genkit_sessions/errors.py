@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the alias lives with the JSON helpers, which import this module
+    from genkit_sessions.model.frozen_json import JsonValue
 
 __all__ = ["GenkitError", "Reason", "Status"]
 
@@ -97,14 +100,15 @@ class GenkitError(Exception):
 
     status: Status
     message: str
-    details: Any
+    details: JsonValue
+    """Optional JSON data about the failure (``{"rule": "R9", "snapshotId": ..., "status": ...}``)."""
     reason: str | None
 
     def __init__(
         self,
         status: Status | str,
         message: str,
-        details: Any = None,
+        details: JsonValue = None,
         reason: Reason | str | None = None,
     ) -> None:
         try:
@@ -131,7 +135,7 @@ class GenkitError(Exception):
             f"details={self.details!r}, reason={self.reason!r})"
         )
 
-    def payload_details(self) -> Mapping[str, Any] | Any:
+    def payload_details(self) -> JsonValue:
         """Details for a failure payload: the error's details, with its reason folded in."""
         if self.reason is None:
             return self.details

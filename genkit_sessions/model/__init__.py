@@ -1,6 +1,6 @@
 """The session model, its wire format, ids and timestamps."""
 
-from genkit_sessions.model.frozen_json import FrozenDict, freeze, thaw
+from genkit_sessions.model.frozen_json import FrozenDict, JsonObject, JsonValue, freeze, thaw
 from genkit_sessions.model.ids import MAX_ID_BYTES, mint_id, validate_id
 from genkit_sessions.model.types import (
     TERMINAL_STATUSES,
@@ -40,6 +40,8 @@ __all__ = [
     "ErrorInfo",
     "FinishReason",
     "FrozenDict",
+    "JsonObject",
+    "JsonValue",
     "Media",
     "MediaPart",
     "Message",

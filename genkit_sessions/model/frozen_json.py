@@ -10,12 +10,31 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any, NoReturn
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NoReturn, TypeAlias
 
 from genkit_sessions.errors import GenkitError, Reason, Status
 
-__all__ = ["MAX_JSON_DEPTH", "FrozenDict", "freeze", "check_json", "json_problem", "short_path", "text_problem", "thaw"]
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "FrozenDict",
+    "JsonObject",
+    "JsonValue",
+    "freeze",
+    "check_json",
+    "json_problem",
+    "short_path",
+    "text_problem",
+    "thaw",
+]
+
+JsonValue: TypeAlias = bool | int | float | str | Sequence["JsonValue"] | Mapping[str, "JsonValue"] | None
+"""Any JSON value, plain (``dict``, ``list``) or frozen (:class:`FrozenDict`, ``tuple``): what custom
+state, error details and the values of :func:`~genkit_sessions.to_wire`'s output are. Narrow it with
+``isinstance`` (``Mapping``, ``Sequence``, ``str``...) before indexing."""
+
+JsonObject: TypeAlias = dict[str, JsonValue]
+"""A JSON object as plain data: what :func:`~genkit_sessions.to_wire` returns and what a client sends."""
 
 MAX_JSON_DEPTH = 64
 """How deeply free-form JSON (custom state, part data, metadata, tool input) may nest objects and

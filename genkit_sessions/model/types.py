@@ -18,7 +18,7 @@ from typing import Any, TypeVar, Union, get_args
 import attrs
 
 from genkit_sessions.errors import GenkitError, Reason, Status
-from genkit_sessions.model.frozen_json import FrozenDict, freeze, text_problem
+from genkit_sessions.model.frozen_json import FrozenDict, JsonValue, freeze, text_problem
 
 __all__ = [
     "TERMINAL_STATUSES",
@@ -515,7 +515,7 @@ class SessionState:
     messages: tuple[Message, ...] | None = attrs.field(
         default=None, converter=_optional_tuple, validator=_members(lambda: (Message,), "a Message")
     )
-    custom: Any = _json("custom")
+    custom: JsonValue = _json("custom")
     artifacts: tuple[Artifact, ...] | None = attrs.field(
         default=None, converter=_optional_tuple, validator=_members(lambda: (Artifact,), "an Artifact")
     )
@@ -543,7 +543,7 @@ class ErrorInfo:
 
     status: str | None = attrs.field(default=None, validator=_optional_text)
     message: str = attrs.field(kw_only=True, validator=_text)
-    details: Any = _json("details")
+    details: JsonValue = _json("details")
     extra: FrozenDict = _extra()
 
 

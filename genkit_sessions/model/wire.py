@@ -29,7 +29,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 
 from genkit_sessions.errors import GenkitError, Reason, Status
 from genkit_sessions.model.clock import parse_timestamp
-from genkit_sessions.model.frozen_json import MAX_JSON_DEPTH, FrozenDict, json_problem, short_path, thaw
+from genkit_sessions.model.frozen_json import MAX_JSON_DEPTH, FrozenDict, JsonObject, json_problem, short_path, thaw
 from genkit_sessions.model.types import (
     _ROLES,
     AgentInit,
@@ -308,9 +308,11 @@ converter.register_unstructure_hook(
 # --- public helpers --------------------------------------------------------------------------
 
 
-def to_wire(obj: Any) -> Any:
-    """Encode a model object as Genkit's camelCase JSON (plain dicts and lists)."""
-    return converter.unstructure(obj)
+def to_wire(obj: object) -> JsonObject:
+    """Encode a model object (a snapshot, a state, a message, a part, an init, an error) as Genkit's
+    camelCase JSON: a plain ``dict`` whose values are plain JSON (dicts, lists, strings, numbers)."""
+    encoded: JsonObject = converter.unstructure(obj)
+    return encoded
 
 
 def messages_from_wire(data: list[Any]) -> tuple[Message, ...]:

@@ -7,7 +7,7 @@ perform the store reads it asks for, so the rules exist once.
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -25,17 +25,26 @@ from genkit_sessions.resolver.rules import (
 from genkit_sessions.resolver.session import Session
 from genkit_sessions.stores.protocol import AsyncSessionStore, SessionStore
 
-__all__ = ["Resolution", "SessionResolver"]
+__all__ = ["Resolution", "ResolutionFailure", "ResolvedSession", "SessionResolver"]
 
 
 @attrs.frozen
 class Resolution:
     """What a turn starts from: a ready session, or a graceful failure.
 
+    :meth:`SessionResolver.resolve` returns one of the two subclasses, :class:`ResolvedSession` or
+    :class:`ResolutionFailure`, typed so that checking ``ok`` tells a type checker which::
+
+        resolution = SessionResolver.resolve(store, True, init)
+        if not resolution.ok:
+            report(resolution.error)  # ErrorInfo, never None here
+        else:
+            resolution.session.save()  # Session, never None here
+
     On success ``ok`` is True and ``session``, ``source`` and (when resumed)
     ``snapshot`` are set. On failure ``ok`` is False and ``error`` carries the
     status, message and details for an output with ``finishReason=failed``.
-    ``rule`` names the rule of the contract that decided (``"R12"``).
+    ``rule`` names the rule of the contract (``docs/contract.md``) that decided (``"R12"``).
     """
 
     rule: str
@@ -48,6 +57,38 @@ class Resolution:
     def ok(self) -> bool:
         """True when there is a session to run the turn on."""
         return self.error is None
+
+
+@attrs.frozen
+class ResolvedSession(Resolution):
+    """A successful resolution: the session the turn runs on, how it was obtained, and the snapshot it
+    was built from (None for a fresh or hydrated session)."""
+
+    session: Session = attrs.field(kw_only=True)
+    source: ResolutionSource = attrs.field(kw_only=True)
+    snapshot: SessionSnapshot | None = None
+    error: None = None
+
+    @property
+    def ok(self) -> Literal[True]:
+        """Always True: there is a session."""
+        return True
+
+
+@attrs.frozen
+class ResolutionFailure(Resolution):
+    """A graceful failure (R15-R17): ``error`` holds the status, message and details for a turn output with
+    ``finishReason=failed``."""
+
+    error: ErrorInfo = attrs.field(kw_only=True)
+    session: None = None
+    snapshot: None = None
+    source: None = None
+
+    @property
+    def ok(self) -> Literal[False]:
+        """Always False: there is no session, only the error."""
+        return False
 
 
 def _arguments(store: Any, server_managed: Any, opts: Any, method: str, sync: bool) -> SessionStoreOptions:
@@ -107,7 +148,7 @@ class SessionResolver:
         server_managed: bool,
         init: AgentInit | None,
         opts: SessionStoreOptions | None = None,
-    ) -> Resolution:
+    ) -> ResolvedSession | ResolutionFailure:
         """Resolve against a blocking store (or none, for client-managed state).
 
         Raises :class:`GenkitError` (FAILED_PRECONDITION, INVALID_ARGUMENT) for
@@ -134,7 +175,7 @@ class SessionResolver:
         server_managed: bool,
         init: AgentInit | None,
         opts: SessionStoreOptions | None = None,
-    ) -> Resolution:
+    ) -> ResolvedSession | ResolutionFailure:
         """Resolve against an async store (``InMemorySessionStore().aio``, say); same rules as :meth:`resolve`."""
         opts = _arguments(store, server_managed, opts, "aresolve", sync=False)
         steps = resolution_steps(server_managed, store is not None, _init(init), opts)
@@ -169,9 +210,10 @@ def _resolution(
     store: SessionStore | None,
     async_store: AsyncSessionStore | None,
     opts: SessionStoreOptions,
-) -> Resolution:
+) -> ResolvedSession | ResolutionFailure:
     if not decision.ok:
-        return Resolution(rule=decision.rule, error=decision.error)
+        assert decision.error is not None
+        return ResolutionFailure(rule=decision.rule, error=decision.error)
     assert decision.session_id is not None
     session = Session(
         decision.session_id,
@@ -181,4 +223,5 @@ def _resolution(
         async_store=async_store,
         context=opts.context,
     )
-    return Resolution(rule=decision.rule, session=session, snapshot=decision.snapshot, source=decision.source)
+    assert decision.source is not None
+    return ResolvedSession(rule=decision.rule, session=session, snapshot=decision.snapshot, source=decision.source)

@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 
 from genkit_sessions.errors import GenkitError, Reason, Status
-from genkit_sessions.model.frozen_json import freeze
+from genkit_sessions.model.frozen_json import JsonValue, freeze
 from genkit_sessions.model.ids import mint_id, validate_id
 from genkit_sessions.model.types import (
     Artifact,
@@ -95,8 +95,8 @@ class Session:
         return self._state.message_list
 
     @property
-    def custom(self) -> Any:
-        """The custom JSON state (frozen)."""
+    def custom(self) -> JsonValue:
+        """The custom JSON state, frozen (objects are ``FrozenDict``, arrays tuples); None when unset."""
         return self._state.custom
 
     def add_messages(self, *messages: Message) -> None:
@@ -112,11 +112,11 @@ class Session:
         kept = tuple(a for a in self._state.artifact_list if a.name is None or a.name not in named)
         self._state = attrs.evolve(self._state, artifacts=kept + artifacts)
 
-    def set_custom(self, value: Any) -> None:
+    def set_custom(self, value: JsonValue) -> None:
         """Replace the custom state with a JSON value (INVALID_ARGUMENT for anything JSON cannot hold)."""
         self._state = attrs.evolve(self._state, custom=freeze(value, "custom"))
 
-    def update_custom(self, update: Callable[[Any], Any]) -> None:
+    def update_custom(self, update: Callable[[JsonValue], JsonValue]) -> None:
         """Replace the custom state with ``update(current)``."""
         self.set_custom(update(self._state.custom))
 

@@ -1,4 +1,4 @@
-"""The session service (SPEC section 6): sessions as records with metadata and expiry, compare-and-set
+"""The session service (contract section 6): sessions as records with metadata and expiry, compare-and-set
 appends, compaction that keeps the full history, and forks, over any store with the record protocol.
 
 Every rule is written once, as a generator that yields the store calls it needs
@@ -327,7 +327,7 @@ class _Rules:
         before = yield from self.history_before(leaf, context)
         return (*before, *_active(leaf))
 
-    # --- history (SPEC section 7)
+    # --- history (contract section 7)
 
     def add_interaction(
         self,
@@ -716,9 +716,8 @@ def _summary(summary: Sequence[Message], source_id: str, covered: int) -> tuple[
 
 def _current_version(error: GenkitError) -> int:
     details = error.details
-    if isinstance(details, Mapping) and isinstance(details.get("version"), int):
-        return int(details["version"])
-    return 0
+    version = details.get("version") if isinstance(details, Mapping) else None
+    return version if isinstance(version, int) and not isinstance(version, bool) else 0
 
 
 def _check_service_store(store: object, protocol: type, face: str) -> None:
@@ -735,7 +734,7 @@ def _check_service_store(store: object, protocol: type, face: str) -> None:
 
 
 class SessionService:
-    """Sessions as records over a blocking store (SPEC section 6, rules V1-V13).
+    """Sessions as records over a blocking store (contract section 6, rules V1-V13).
 
     ``store`` is any store with the record protocol (:class:`~genkit_sessions.stores.protocol.SupportsSessions`):
     :class:`~genkit_sessions.InMemorySessionStore` or :class:`~genkit_sessions.dynamodb.DynamoDBSessionStore`.
@@ -894,7 +893,7 @@ class SessionService:
         """V13: a new session starting from that snapshot's state, with the source's full history."""
         return self._run(self._rules.fork(snapshot_id, new_session_id, metadata, ttl, context))
 
-    # --- history (SPEC section 7)
+    # --- history (contract section 7)
 
     def add_interaction(
         self,
@@ -1105,7 +1104,7 @@ class AsyncSessionService:
         """See :meth:`SessionService.fork`."""
         return await self._run(self._rules.fork(snapshot_id, new_session_id, metadata, ttl, context))
 
-    # --- history (SPEC section 7)
+    # --- history (contract section 7)
 
     async def add_interaction(
         self,
