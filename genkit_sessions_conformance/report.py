@@ -130,6 +130,7 @@ def to_json(report: SuiteReport) -> dict[str, Any]:
     return {
         "store": report.store,
         "profile": report.profile,
+        "contract": CONTRACT,
         "seconds": round(report.seconds, 4),
         "ok": report.ok,
         "capabilities": dict(report.capabilities),

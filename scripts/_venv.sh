@@ -31,8 +31,8 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   case "$extra" in
-    test) what="the project and its test tools (pytest, moto, mypy, ruff, genkit)"; took="2 to 4 minutes" ;;
-    embedded) what="the project and an embedded DynamoDB (moto)"; took="about a minute" ;;
+    test) what="the project and its test tools (pytest, moto, mypy, ruff, genkit)"; took="3 to 8 minutes, depending on the network and the machine" ;;
+    embedded) what="the project and an embedded DynamoDB (moto)"; took="1 to 4 minutes, depending on the network and the machine" ;;
     *) what="the project"; took="under a minute" ;;
   esac
   echo "scripts: installing $what into .venv; the first time takes $took, later runs start at once" >&2
