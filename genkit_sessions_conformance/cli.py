@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from genkit_sessions.errors import GenkitError
-from genkit_sessions_conformance.cases import CAPABILITIES, PROFILES, Case, load_cases
+from genkit_sessions_conformance.cases import CAPABILITIES, CASES_DIR, PROFILES, Case, load_cases
 from genkit_sessions_conformance.report import (
     progress_printer,
     render_rule_table,
@@ -133,7 +133,7 @@ def select_cases(areas: Sequence[str] | None, ids: Sequence[str] | None) -> list
             hints.append(f"{case_id!r}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
         raise SystemExit(
             f"--case {', '.join(hints)}: no case has this id; ids are listed in the JSON report (--json) "
-            "and in conformance/cases/*.json"
+            f"and in the case files ({CASES_DIR})"
         )
     cases = load_cases(areas=areas, ids=ids)
     if not cases:

@@ -11,7 +11,7 @@ from __future__ import annotations
 __all__ = ["CONTRACT", "RULES", "rule_text"]
 
 CONTRACT = "docs/contract.md"
-"""Where the full contract lives in the repository (https://... when published)."""
+"""Where the full contract lives: ``docs/contract.md`` of the genkit_sessions repository."""
 
 RULES: dict[str, str] = {
     "MODEL": "a session is a tree of snapshots; the leaf is the newest childless one; "
