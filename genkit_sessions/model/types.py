@@ -336,7 +336,7 @@ class ToolRequest:
 
     name: str = attrs.field(validator=_text)
     ref: str | None = attrs.field(default=None, validator=_optional_text)
-    input: Any = _json("input")
+    input: JsonValue = _json("input")
     partial: bool | None = attrs.field(default=None, validator=_optional_bool)
     extra: FrozenDict = _extra()
 
@@ -348,7 +348,7 @@ class ToolResponse:
 
     name: str = attrs.field(validator=_text)
     ref: str | None = attrs.field(default=None, validator=_optional_text)
-    output: Any = _json("output")
+    output: JsonValue = _json("output")
     content: tuple[Part, ...] | None = attrs.field(
         default=None, converter=_optional_tuple, validator=_members(lambda: PART_TYPES, "a part")
     )
@@ -368,8 +368,8 @@ class TextPart:
     """Plain text."""
 
     text: str = attrs.field(validator=_text)
-    metadata: Any = _json("metadata")
-    custom: Any = _json("custom")
+    metadata: JsonValue = _json("metadata")
+    custom: JsonValue = _json("custom")
     extra: FrozenDict = _extra()
 
 
@@ -378,8 +378,8 @@ class MediaPart:
     """An image, audio or other media item."""
 
     media: Media = attrs.field(validator=_instance(Media, "a Media"))
-    metadata: Any = _json("metadata")
-    custom: Any = _json("custom")
+    metadata: JsonValue = _json("metadata")
+    custom: JsonValue = _json("custom")
     extra: FrozenDict = _extra()
 
 
@@ -388,8 +388,8 @@ class ToolRequestPart:
     """A tool call requested by the model."""
 
     tool_request: ToolRequest = attrs.field(validator=_instance(ToolRequest, "a ToolRequest"))
-    metadata: Any = _json("metadata")
-    custom: Any = _json("custom")
+    metadata: JsonValue = _json("metadata")
+    custom: JsonValue = _json("custom")
     extra: FrozenDict = _extra()
 
 
@@ -398,8 +398,8 @@ class ToolResponsePart:
     """The result of a tool call."""
 
     tool_response: ToolResponse = attrs.field(validator=_instance(ToolResponse, "a ToolResponse"))
-    metadata: Any = _json("metadata")
-    custom: Any = _json("custom")
+    metadata: JsonValue = _json("metadata")
+    custom: JsonValue = _json("custom")
     extra: FrozenDict = _extra()
 
 
@@ -407,9 +407,9 @@ class ToolResponsePart:
 class DataPart:
     """Structured JSON data."""
 
-    data: Any = _json("data")
-    metadata: Any = _json("metadata")
-    custom: Any = _json("custom")
+    data: JsonValue = _json("data")
+    metadata: JsonValue = _json("metadata")
+    custom: JsonValue = _json("custom")
     extra: FrozenDict = _extra()
 
 
@@ -417,8 +417,8 @@ class DataPart:
 class CustomPart:
     """Plugin-defined content."""
 
-    custom: Any = _json("custom")
-    metadata: Any = _json("metadata")
+    custom: JsonValue = _json("custom")
+    metadata: JsonValue = _json("metadata")
     extra: FrozenDict = _extra()
 
 
@@ -427,8 +427,8 @@ class ReasoningPart:
     """A model's reasoning text."""
 
     reasoning: str = attrs.field(validator=_text)
-    metadata: Any = _json("metadata")
-    custom: Any = _json("custom")
+    metadata: JsonValue = _json("metadata")
+    custom: JsonValue = _json("custom")
     extra: FrozenDict = _extra()
 
 
@@ -437,8 +437,8 @@ class ResourcePart:
     """A reference to a resource."""
 
     resource: Resource = attrs.field(validator=_instance(Resource, "a Resource"))
-    metadata: Any = _json("metadata")
-    custom: Any = _json("custom")
+    metadata: JsonValue = _json("metadata")
+    custom: JsonValue = _json("custom")
     extra: FrozenDict = _extra()
 
 
@@ -478,7 +478,7 @@ class Message:
 
     role: Role | str = attrs.field(converter=_role, validator=_text)
     content: tuple[Part, ...] = attrs.field(converter=_tuple, validator=_members(lambda: PART_TYPES, "a part"))
-    metadata: Any = _json("metadata")
+    metadata: JsonValue = _json("metadata")
     extra: FrozenDict = _extra()
 
     @classmethod
@@ -498,7 +498,7 @@ class Artifact:
 
     parts: tuple[Part, ...] = attrs.field(converter=_tuple, validator=_members(lambda: PART_TYPES, "a part"))
     name: str | None = attrs.field(default=None, validator=_optional_text)
-    metadata: Any = _json("metadata")
+    metadata: JsonValue = _json("metadata")
     extra: FrozenDict = _extra()
 
 
