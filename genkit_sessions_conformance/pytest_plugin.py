@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from genkit_sessions_conformance.cases import Case, load_cases
+from genkit_sessions_conformance.rules import CONTRACT, rule_text
 from genkit_sessions_conformance.runner import StoreFactory, run_cases
 from genkit_sessions_conformance.store_handle import detect_capabilities
 
@@ -47,9 +48,13 @@ def conformance_tests(
         if result.outcome == "skipped":
             pytest.skip(result.message)
         if result.outcome == "failed":
+            explained = (
+                f"{result.message}\n  why the case exists: {case.description}\n"
+                f"  {case.rule}: {rule_text(case.rule)} ({CONTRACT})"
+            )
             if case.level == "should":
-                pytest.xfail(result.message)
-            pytest.fail(result.message, pytrace=False)
+                pytest.xfail(explained)
+            pytest.fail(explained, pytrace=False)
 
     test_case.__doc__ = f"Each conformance case against {getattr(factory, '__qualname__', factory)!s}."
     marked: Any = test_case

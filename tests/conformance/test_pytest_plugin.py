@@ -25,3 +25,4 @@ def test_a_broken_store_fails_its_cases_by_id(pytester: pytest.Pytester) -> None
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) >= 1 and outcomes.get("passed", 0) >= 1
     result.stdout.fnmatch_lines(["*S8-fork-newest-leaf*"])
+    result.stdout.fnmatch_lines(["*why the case exists:*", "*S8: a lookup by session id returns the session's leaf*"])
