@@ -25,10 +25,10 @@ import attrs
 
 from genkit_sessions.dynamodb import _keys as keys
 from genkit_sessions.dynamodb._calls import Steps, batch_get, get_item
-from genkit_sessions.dynamodb._codec import CorruptData, Recipe, decompress, unpack_record
+from genkit_sessions.dynamodb._codec import CorruptData, Recipe, decompress
 from genkit_sessions.dynamodb._engine import Engine
 from genkit_sessions.dynamodb._items import Head
-from genkit_sessions.dynamodb._reads import Found, decode_item, payload_of, read_head, ref_keys
+from genkit_sessions.dynamodb._reads import Found, decode_item, inline_blob, payload_of, read_head, ref_keys
 from genkit_sessions.errors import GenkitError
 from genkit_sessions.model.types import Message
 from genkit_sessions.model.wire import messages_from_wire
@@ -320,15 +320,7 @@ def _one_part(engine: Engine, handle: _Handle, ref: tuple[str, int], part: int) 
         key = keys.snapshot_key(handle.tenant, keys.blob_owner(name))
         own = (handle.item["pk"]["S"], handle.item["sk"]["S"]) == (key["pk"]["S"], key["sk"]["S"])
         item = handle.item if own else (yield from get_item(engine.table, key))
-        tag, inline = None, None
-        if item is not None and "rec" in item:
-            try:
-                _, tag, inline = unpack_record(bytes(item["rec"]["B"]))
-            except CorruptData as exc:
-                raise engine.data_loss(handle.snapshot_id, str(exc)) from None
-        if inline is None or tag != keys.blob_tag(name):
-            raise engine.data_loss(handle.snapshot_id, f"inline blob {name!r} is missing")
-        return inline
+        return inline_blob(engine, handle.snapshot_id, name, item)
     item = yield from get_item(engine.table, keys.blob_part_key(handle.tenant, handle.session_id, name, part))
     if item is None or "d" not in item:
         raise engine.data_loss(handle.snapshot_id, f"blob part {part} of {count} is missing")
