@@ -25,14 +25,15 @@ recipe stays short: a read of a long chat fetches its level-2 pages and at most
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from collections.abc import Sequence
 from typing import Any
 
 import attrs
 
-from genkit_sessions.model.types import Message, SessionState
-from genkit_sessions.model.wire import to_wire
+from genkit_sessions.model.types import Message, Role, SessionState, TextPart
+from genkit_sessions.model.wire import messages_from_wire, to_wire
 
 __all__ = [
     "CorruptData",
@@ -41,6 +42,7 @@ __all__ = [
     "apply_patch",
     "compress",
     "decompress",
+    "decompress_text",
     "diff",
     "fold",
     "join_parts",
@@ -49,6 +51,7 @@ __all__ = [
     "pack_update",
     "plan_state",
     "split_parts",
+    "stored_messages",
     "strict_equal",
     "unpack_record",
     "unpack_update",
@@ -79,6 +82,70 @@ def decompress(data: bytes) -> Any:
         return json.loads(zlib.decompress(data[1:]).decode("utf-8"))
     except (zlib.error, UnicodeDecodeError, ValueError) as exc:
         raise CorruptData(f"blob does not decompress to JSON: {exc}") from None
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+"""The only way a string decoded from UTF-8 JSON can hold a surrogate: an escape (strict UTF-8 has none)."""
+
+
+def decompress_text(data: bytes) -> tuple[Any, bool]:
+    """:func:`decompress`, and whether the JSON text holds no surrogate escape, so that no string in the
+    value can hold a lone surrogate (the one thing a text check refuses)."""
+    if not data or data[:1] != _FORMAT:
+        raise CorruptData("unknown blob format tag")
+    try:
+        text = zlib.decompress(data[1:]).decode("utf-8")
+        return json.loads(text), _SURROGATE_ESCAPE.search(text) is None
+    except (zlib.error, UnicodeDecodeError, ValueError) as exc:
+        raise CorruptData(f"blob does not decompress to JSON: {exc}") from None
+
+
+def _maker(prototype: Any, field: str) -> Any:
+    """Copies of a checked prototype with one field changed, made without running the checks again
+    (as ``replace_checked`` does, with the field names looked up once)."""
+    cls = type(prototype)
+    fixed = [(name, getattr(prototype, name)) for name in (f.name for f in attrs.fields(cls)) if name != field]
+    new, put = object.__new__, object.__setattr__
+
+    def make(value: Any) -> Any:
+        copy = new(cls)
+        put(copy, field, value)
+        for name, default in fixed:
+            put(copy, name, default)
+        return copy
+
+    return make
+
+
+_TEXT = _maker(TextPart(""), "text")
+_MESSAGES = {role.value: _maker(Message(role, ()), "content") for role in Role}
+
+
+def stored_messages(wire: list[Any], plain_text: bool) -> tuple[Message, ...]:
+    """Messages a store rebuilds from one of its own blobs: as ``messages_from_wire`` does, but a message
+    of a known role and text parts only (most of a chat) is made from checked prototypes without running
+    every field check again, when ``plain_text`` says no string in the blob can be ill-formed (see
+    :func:`decompress_text`): a text part's only check is that its text is a string of valid Unicode.
+    Anything else goes through the wire decoder, with its errors."""
+    if not plain_text:
+        return messages_from_wire(wire)
+    out: list[Message] = []
+    append, text, messages = out.append, _TEXT, _MESSAGES
+    for data in wire:
+        if type(data) is dict and len(data) == 2:
+            role, content = data.get("role"), data.get("content")
+            make = messages.get(role) if type(role) is str else None
+            if make is not None and type(content) is list:
+                parts = []
+                for part in content:
+                    if type(part) is not dict or len(part) != 1 or type(part.get("text")) is not str:
+                        break
+                    parts.append(text(part["text"]))
+                else:
+                    append(make(tuple(parts)))
+                    continue
+        append(messages_from_wire([data])[0])
+    return tuple(out)
 
 
 def pack_record(record: bytes, tag: str, blob: bytes) -> bytes:

@@ -25,10 +25,18 @@ import attrs
 
 from genkit_sessions.dynamodb import _keys as keys
 from genkit_sessions.dynamodb._calls import Steps, batch_get, get_item
-from genkit_sessions.dynamodb._codec import CorruptData, Recipe, decompress
+from genkit_sessions.dynamodb._codec import CorruptData, Recipe, decompress, stored_messages
 from genkit_sessions.dynamodb._engine import Engine
 from genkit_sessions.dynamodb._items import Head
-from genkit_sessions.dynamodb._reads import Found, decode_item, inline_blob, payload_of, read_head, ref_keys
+from genkit_sessions.dynamodb._reads import (
+    Found,
+    decode_item,
+    decoded_payload,
+    inline_blob,
+    payload_of,
+    read_head,
+    ref_keys,
+)
 from genkit_sessions.errors import GenkitError
 from genkit_sessions.model.types import Message
 from genkit_sessions.model.wire import messages_from_wire
@@ -88,7 +96,7 @@ def plan(engine: Engine, tenant: str, snapshot_id: str | None, session_id: str |
 def _messages(engine: Engine, handle: _Handle, refs: range, found: Found) -> tuple[Message, ...]:
     out: list[Message] = []
     for index in refs:
-        payload = payload_of(
+        payload, plain = decoded_payload(
             engine, handle.tenant, handle.session_id, handle.snapshot_id, handle.recipe.refs[index], found
         )
         if not isinstance(payload, dict):
@@ -99,7 +107,7 @@ def _messages(engine: Engine, handle: _Handle, refs: range, found: Found) -> tup
         if not isinstance(wire, list):
             raise engine.data_loss(handle.snapshot_id, "a message list is not an array")
         try:
-            out.extend(messages_from_wire(wire))
+            out.extend(stored_messages(wire, plain))
         except GenkitError as exc:
             raise engine.data_loss(handle.snapshot_id, exc.message) from None
     return tuple(out)

@@ -20,9 +20,11 @@ from genkit_sessions.dynamodb._codec import (
     CorruptData,
     Recipe,
     decompress,
+    decompress_text,
     fold,
     is_update_blob,
     join_parts,
+    stored_messages,
     unpack_record,
     unpack_update,
 )
@@ -32,7 +34,7 @@ from genkit_sessions.errors import GenkitError, Status
 from genkit_sessions.model.clock import format_timestamp
 from genkit_sessions.model.frozen_json import FrozenDict
 from genkit_sessions.model.types import Message, SessionSnapshot, SessionState, SnapshotStatus
-from genkit_sessions.model.wire import from_wire, messages_from_wire
+from genkit_sessions.model.wire import from_wire
 from genkit_sessions.stores.protocol import SessionRecord
 
 __all__ = [
@@ -107,12 +109,18 @@ def payload_of(
     engine: Engine, tenant: str, session_id: str, snapshot_id: str, ref: tuple[str, int], found: Found
 ) -> Any:
     """One blob's payload, from the items fetched (its parts, or the snapshot item it is packed in)."""
+    return decoded_payload(engine, tenant, session_id, snapshot_id, ref, found)[0]
+
+
+def decoded_payload(
+    engine: Engine, tenant: str, session_id: str, snapshot_id: str, ref: tuple[str, int], found: Found
+) -> tuple[Any, bool]:
+    """One blob's payload, and whether its text holds no surrogate escape (see ``stored_messages``)."""
     name, count = ref
     chunks: list[bytes] = []
     if count == 0:
-        chunks.append(
-            inline_blob(engine, snapshot_id, name, _at(found, keys.snapshot_key(tenant, keys.blob_owner(name))))
-        )
+        row = _at(found, keys.snapshot_key(tenant, keys.blob_owner(name)))
+        chunks.append(inline_blob(engine, snapshot_id, name, row))
     for part in range(count):
         part_item = _at(found, keys.blob_part_key(tenant, session_id, name, part))
         if part_item is None or "d" not in part_item:
@@ -122,7 +130,7 @@ def payload_of(
             raise problem
         chunks.append(bytes(part_item["d"]["B"]))
     try:
-        return decompress(join_parts(chunks))
+        return decompress_text(join_parts(chunks))
     except CorruptData as exc:
         raise engine.data_loss(snapshot_id, str(exc)) from None
 
@@ -150,7 +158,8 @@ def rebuild(
     found = dict(prefetched)
     if missing:
         found.update((yield from batch_get(engine.table, missing)))
-    payloads = [payload_of(engine, tenant, session_id, snapshot_id, ref, found) for ref in recipe.refs]
+    decoded = [decoded_payload(engine, tenant, session_id, snapshot_id, ref, found) for ref in recipe.refs]
+    payloads = [payload for payload, _ in decoded]
     names = [name for name, _ in recipe.refs]
 
     def decode(index: int, wire: Any) -> tuple[Message, ...]:
@@ -158,7 +167,7 @@ def rebuild(
             return memo[names[index]]
         if not isinstance(wire, list):
             raise CorruptData("a message list is not an array")
-        messages = messages_from_wire(wire)
+        messages = stored_messages(wire, decoded[index][1])
         if memo is not None:
             memo[names[index]] = messages
         return messages

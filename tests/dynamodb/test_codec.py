@@ -238,3 +238,53 @@ def test_unpacking_bytes_that_are_no_record_raises_corrupt_data(data: bytes) -> 
         assert (record, tag, blob) == (data, None, None)
     else:  # a well-formed packing, whatever it holds
         assert pack_record(record, tag or "", blob or b"") == data
+
+
+_wire_parts = st.one_of(
+    st.fixed_dictionaries({"text": st.text(max_size=20)}),
+    st.fixed_dictionaries(
+        {"text": st.text(max_size=5)},
+        optional={"metadata": st.dictionaries(st.text(max_size=3), st.integers(), max_size=2)},
+    ),
+    st.fixed_dictionaries({"media": st.fixed_dictionaries({"url": st.text(max_size=10)})}),
+    st.just({"text": 3}),
+)
+_wire_messages = st.fixed_dictionaries(
+    {
+        "role": st.sampled_from(["user", "model", "tool", "system", "narrator"]),
+        "content": st.lists(_wire_parts, max_size=3),
+    },
+    optional={"metadata": st.dictionaries(st.text(max_size=3), st.text(max_size=3), max_size=2)},
+)
+
+
+@settings(deadline=None)
+@given(st.lists(_wire_messages, max_size=6))
+def test_stored_messages_are_exactly_what_the_wire_decoder_makes(wire: list[Any]) -> None:
+    from genkit_sessions.dynamodb._codec import stored_messages
+    from genkit_sessions.model.wire import messages_from_wire
+
+    try:
+        expected = messages_from_wire(wire)
+    except Exception as exc:  # the same error, whichever path
+        with pytest.raises(type(exc)):
+            stored_messages(wire, True)
+        return
+    made = stored_messages(wire, True)
+    assert made == expected
+    assert [to_wire(m) for m in made] == [to_wire(m) for m in expected]
+    assert hash(made) == hash(expected)
+
+
+@given(st.lists(st.sampled_from(["a", "\\ud800", "\\uDC01", "\\u00e9", "\\\\ud800", "é", "\\n"]), max_size=8))
+def test_text_said_plain_holds_no_lone_surrogate(pieces: list[str]) -> None:
+    import json
+    import zlib
+
+    from genkit_sessions.dynamodb._codec import decompress_text
+
+    document = '["' + "".join(pieces) + '"]'
+    value, plain = decompress_text(b"\x01" + zlib.compress(document.encode("utf-8")))
+    assert value == json.loads(document)
+    if plain:
+        assert not any(0xD800 <= ord(c) <= 0xDFFF for c in value[0])
