@@ -31,9 +31,11 @@ too), items fetched, and request units by AWS's rules (per item, 1 WRU per KB
 written, doubled in a transaction; 1 RRU per 4 KB read strongly consistent,
 half that eventually consistent; a Query rounds its total once). S3 requests
 are billed per request, not in units: their bytes count as written or
-fetched. The program prints one table; it asserts nothing. Its workloads are
-functions (:func:`chat`, :func:`in_flight`, :func:`large_states`) that another
-program can run and print with :func:`table`.
+fetched. The program prints one table (progress goes to stderr); it asserts
+nothing. Its workloads are functions (:func:`chat`, :func:`in_flight`,
+:func:`large_states`, rendered by :func:`table`), and :func:`suite` runs them
+all on a moto server of its own and returns the report, for a program that
+runs several suites.
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ from genkit_sessions import Message, SessionSnapshot, SessionState
 from genkit_sessions.dynamodb import DynamoDBSessionStore, create_table
 from genkit_sessions.dynamodb.store import item_size
 
-__all__ = ["Meter", "Prose", "Side", "chat", "in_flight", "large_states", "main", "table"]
+__all__ = ["Meter", "Prose", "Side", "chat", "in_flight", "large_states", "main", "suite", "table"]
 
 WRITE_OPERATIONS = ("PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems")
 CHECKPOINTS = (10, 100, 1000)
@@ -526,7 +528,7 @@ def in_flight(endpoint: str, *, sessions: int = 1000, seed: int = 7, cache_size:
             f"{session_id}-0", lambda _, s=state, i=f"{session_id}-0": SessionSnapshot(snapshot_id=i, state=s)
         )
     rows: list[InFlight] = []
-    for size in (cache_size, 1024):
+    for size in (0, cache_size, 1024):
         store = DynamoDBSessionStore(table, client, cache_size=size)
         with meter.measure() as resume:
             leaves = [store.get_snapshot(session_id=session_id) for session_id in ids]
@@ -785,6 +787,57 @@ def table(
     return "\n".join(out)
 
 
+def suite(
+    *,
+    turns: int = 1000,
+    sessions: int = 1000,
+    message_bytes: int = 1000,
+    repeats: int = 5,
+    seed: int = 42,
+    large_mb: tuple[float, ...] = (10, 35, 60, 100),
+    peer_compression: bool = False,
+    rollback: str = "keyed",
+    log: Callable[[str], None] = print,
+) -> str:
+    """Every workload on a moto server of its own (started and stopped here); returns the report, with
+    the versions and load averages it ran under. What ``--suite dynamodb`` of a peers program calls."""
+    from importlib.metadata import version
+
+    from genkit_sessions.dynamodb.local import LocalDynamoDB
+
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        os.environ.setdefault(name, "testing")  # moto accepts any credentials; the peer insists on some
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    started = time.perf_counter()
+    lines = [
+        f"bench_dynamodb: python {platform.python_version()}, moto {version('moto')}, "
+        f"langgraph-checkpoint-aws {version('langgraph-checkpoint-aws')}, {platform.machine()}, "
+        f"{os.cpu_count()} cores; load {_load()}",
+        f"LocalDynamoDB(process=True, rollback={rollback!r}): moto in its own process; both stores' clients "
+        "call it directly (the workloads are sequential, so its serialising proxy is not needed), S3 too",
+        f"chat: {turns} turns of two ~{message_bytes} B messages; in flight: {sessions} sessions",
+    ]
+    for line in lines:
+        log(line)
+    with LocalDynamoDB(process=True, rollback=rollback) as ddb:  # type: ignore[arg-type]
+        sides = chat(
+            ddb.moto_url,
+            ddb.moto_url,
+            turns=turns,
+            message_bytes=message_bytes,
+            seed=seed,
+            repeats=repeats,
+            peer_compression=peer_compression,
+            log=log,
+        )
+        flight = in_flight(ddb.moto_url, sessions=sessions)
+        log(f"  in flight done, {time.perf_counter() - started:.0f} s, load {_load()}")
+        large, peer_large = large_states(ddb.moto_url, tuple(int(mb * 1_000_000) for mb in large_mb))
+        log(f"  large states done, {time.perf_counter() - started:.0f} s, load {_load()}")
+    report = table(sides, flight, large, peer_large, turns)
+    return "\n".join([*lines, "", report, "", f"{time.perf_counter() - started:.0f} s; load {_load()}"])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--turns", type=int, default=1000)
@@ -803,41 +856,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     logging.disable(logging.CRITICAL)  # the peer logs every offload
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
-        os.environ.setdefault(name, "testing")  # moto accepts any credentials; the peer insists on some
-    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-    from importlib.metadata import version
-
-    from genkit_sessions.dynamodb.local import LocalDynamoDB
-
-    started = time.perf_counter()
     print(
-        f"bench_dynamodb: python {platform.python_version()}, moto {version('moto')}, "
-        f"langgraph-checkpoint-aws {version('langgraph-checkpoint-aws')}, {platform.machine()}, "
-        f"{os.cpu_count()} cores; load {_load()}"
-    )
-    print(
-        f"LocalDynamoDB(process=True, rollback={args.rollback!r}): moto in its own process behind a proxy that "
-        "serialises requests; S3 on moto directly"
-    )
-    print(f"chat: {args.turns} turns of two ~{args.message_bytes} B messages; in flight: {args.sessions} sessions\n")
-    with LocalDynamoDB(process=True, rollback=args.rollback) as ddb:  # type: ignore[arg-type]
-        sides = chat(
-            ddb.endpoint_url,
-            ddb.moto_url,
+        suite(
             turns=args.turns,
+            sessions=args.sessions,
             message_bytes=args.message_bytes,
-            seed=args.seed,
             repeats=args.repeats,
+            seed=args.seed,
+            large_mb=tuple(float(x) for x in args.large.split(",") if x.strip()),
             peer_compression=args.peer_compression,
+            rollback=args.rollback,
+            log=lambda line: print(line, file=sys.stderr, flush=True),  # progress; the report goes to stdout
         )
-        flight = in_flight(ddb.endpoint_url, sessions=args.sessions)
-        print(f"  in flight done, {time.perf_counter() - started:.0f} s, load {_load()}")
-        sizes = tuple(int(float(s) * 1_000_000) for s in args.large.split(",") if s.strip())
-        large, peer_large = large_states(ddb.endpoint_url, sizes)
-        print(f"  large states done, {time.perf_counter() - started:.0f} s, load {_load()}\n")
-    print(table(sides, flight, large, peer_large, args.turns))
-    print(f"\n{time.perf_counter() - started:.0f} s; load {_load()}")
+    )
     return 0
 
 

@@ -25,7 +25,7 @@ import attrs
 
 from genkit_sessions.dynamodb import _keys as keys
 from genkit_sessions.dynamodb._calls import Steps, batch_get, get_item
-from genkit_sessions.dynamodb._codec import CorruptData, Recipe, decompress, stored_messages
+from genkit_sessions.dynamodb._codec import CorruptData, Recipe, decompress, is_update_blob, stored_messages
 from genkit_sessions.dynamodb._engine import Engine
 from genkit_sessions.dynamodb._items import Head
 from genkit_sessions.dynamodb._reads import (
@@ -37,7 +37,7 @@ from genkit_sessions.dynamodb._reads import (
     read_head,
     ref_keys,
 )
-from genkit_sessions.errors import GenkitError
+from genkit_sessions.errors import GenkitError, Status
 from genkit_sessions.model.types import Message
 from genkit_sessions.model.wire import messages_from_wire
 from genkit_sessions.stores.history_rules import message_bytes, window_of
@@ -331,6 +331,11 @@ def _one_part(engine: Engine, handle: _Handle, ref: tuple[str, int], part: int) 
         return inline_blob(engine, handle.snapshot_id, name, item)
     item = yield from get_item(engine.table, keys.blob_part_key(handle.tenant, handle.session_id, name, part))
     if item is None or "d" not in item:
+        if is_update_blob(name):  # the snapshot changed since the plan was read: its update blob was replaced
+            raise GenkitError(
+                Status.ABORTED,
+                f"snapshot {handle.snapshot_id!r} changed while its history was being streamed; stream it again",
+            )
         raise engine.data_loss(handle.snapshot_id, f"blob part {part} of {count} is missing")
     return bytes(item["d"]["B"])
 
