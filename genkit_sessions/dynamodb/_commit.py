@@ -331,11 +331,12 @@ def _update(
             _head.change(engine, tenant, session_id, known, snapshot.updated_at or snapshot.created_at, expected)
         )
     replaced = existing.recipe.refs[-1] if state_changed and existing.recipe.ends_in_update else None
+    old_parts: list[dict[str, Any]] = []
     if replaced is not None and replaced[1] > 0 and replaced not in recipe.refs:
-        actions += [
-            {"Delete": {"TableName": engine.table, "Key": keys.blob_part_key(tenant, session_id, replaced[0], i)}}
-            for i in range(replaced[1])
-        ]
+        old_parts = [keys.blob_part_key(tenant, session_id, replaced[0], i) for i in range(replaced[1])]
+    if len(actions) + len(old_parts) < MAX_TRANSACTION_ACTIONS - 1:  # room for a staged write's release
+        actions += [{"Delete": {"TableName": engine.table, "Key": key}} for key in old_parts]
+        old_parts = []
     try:
         yield from _commit(engine, tenant, session_id, name, actions, parts, existing.expires)
     except Cancelled as cancelled:
@@ -358,6 +359,15 @@ def _update(
     engine.forget(tenant, [snapshot_id])  # the head seen with it is out of date
     loaded = Loaded(snapshot, recipe, existing.expires, existing.version + 1, status_history(status), existing.size)
     engine.remember(tenant, loaded)
+    if old_parts:  # an update blob of more parts than a transaction holds: deleted once nothing names it
+        try:
+            yield from batch_write(engine.table, [{"DeleteRequest": {"Key": key}} for key in old_parts])
+        except GenkitError as exc:
+            _log.warning(
+                "could not delete %d parts of a replaced update blob (%s); delete_session removes them",
+                len(old_parts),
+                exc,
+            )
     if state_changed:  # keep the head's read hint current when this snapshot is the leaf (best effort)
         try:
             yield from write_one(engine.table, _head.hint(engine, tenant, session_id, snapshot_id, recipe))

@@ -244,3 +244,24 @@ def test_items_written_in_the_layout_before_update_blobs_and_sizes_still_read(ma
     assert o2 is not None and o2.state == edited
     assert [s.snapshot_id for s in fresh.list_snapshots("old")] == ["o1", "o2", "o3"]
     decompress(bytes(client.get_item(TableName=table, Key=_snapshot_key("o2"))["Item"]["u"]["B"]))
+
+
+def _parts(store: DynamoDBSessionStore) -> list[dict[str, Any]]:
+    return [i for i in scan(store) if i["sk"]["S"].startswith(BLOB_PREFIX)]
+
+
+def test_an_update_blob_of_more_parts_than_a_transaction_holds_is_replaced_too(make_dynamo: StoreFactory) -> None:
+    store = make_dynamo(chunk_bytes=1000)
+    rng = random.Random(8)
+    save_new(store, "a", state_of("s", ["hello"]))
+    save_new(store, "p", state_of("s", ["hello", "working"]), "a", status=SnapshotStatus.PENDING)
+    big = state_of("s", ["hello", "working", noise(rng, 150_000)])  # about 110 parts: staged, not one transaction
+    store.save_snapshot("p", lambda current: attrs.evolve(current, state=big) if current else None)
+    first = len(_parts(store))
+    assert first > 100
+    bigger = state_of("s", ["hello", "working", noise(rng, 150_000), "more"])
+    store.save_snapshot("p", lambda current: attrs.evolve(current, state=bigger) if current else None)
+    names = {i["sk"]["S"].rpartition(SEP)[0] for i in _parts(store)}
+    assert len(names) == 1 and len(_parts(store)) <= first + 2  # the replaced blob's parts went after the commit
+    back = cold(store, chunk_bytes=1000).get_snapshot(snapshot_id="p")
+    assert back is not None and back.state == bigger
