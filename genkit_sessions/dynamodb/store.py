@@ -78,7 +78,11 @@ class DynamoDBSessionStore:
     a commit; ``max_attempts`` (10) bounds retries of a contended save before
     ABORTED; ``watch_interval`` / ``watch_max_interval`` set the polling of
     :meth:`watch_status`; ``head_ids`` (8) is how many member ids a session's
-    head holds before they move to a member page.
+    head holds before they move to a member page; ``cache_size`` (1,024) is
+    how many recently read or written states the store keeps. Besides that,
+    a snapshot the store returned keeps, for as long as its caller holds it,
+    what a save of its child needs, so a turn-end save needs no read however
+    many sessions are in flight.
 
     The async face :attr:`aio` runs on aiobotocore (``pip install
     'genkit-sessions[aio]'``), with up to ``aio_connections`` connections; or,
