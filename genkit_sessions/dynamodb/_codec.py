@@ -25,14 +25,15 @@ recipe stays short: a read of a long chat fetches its level-2 pages and at most
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from collections.abc import Sequence
 from typing import Any
 
 import attrs
 
-from genkit_sessions.model.types import Message, SessionState
-from genkit_sessions.model.wire import to_wire
+from genkit_sessions.model.types import Message, Role, SessionState, TextPart
+from genkit_sessions.model.wire import messages_from_wire, to_wire
 
 __all__ = [
     "CorruptData",
@@ -41,14 +42,19 @@ __all__ = [
     "apply_patch",
     "compress",
     "decompress",
+    "decompress_text",
     "diff",
     "fold",
     "join_parts",
+    "is_update_blob",
     "pack_record",
+    "pack_update",
     "plan_state",
     "split_parts",
+    "stored_messages",
     "strict_equal",
     "unpack_record",
+    "unpack_update",
 ]
 
 _FORMAT = b"\x01"
@@ -78,6 +84,70 @@ def decompress(data: bytes) -> Any:
         raise CorruptData(f"blob does not decompress to JSON: {exc}") from None
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+"""The only way a string decoded from UTF-8 JSON can hold a surrogate: an escape (strict UTF-8 has none)."""
+
+
+def decompress_text(data: bytes) -> tuple[Any, bool]:
+    """:func:`decompress`, and whether the JSON text holds no surrogate escape, so that no string in the
+    value can hold a lone surrogate (the one thing a text check refuses)."""
+    if not data or data[:1] != _FORMAT:
+        raise CorruptData("unknown blob format tag")
+    try:
+        text = zlib.decompress(data[1:]).decode("utf-8")
+        return json.loads(text), _SURROGATE_ESCAPE.search(text) is None
+    except (zlib.error, UnicodeDecodeError, ValueError) as exc:
+        raise CorruptData(f"blob does not decompress to JSON: {exc}") from None
+
+
+def _maker(prototype: Any, field: str) -> Any:
+    """Copies of a checked prototype with one field changed, made without running the checks again
+    (as ``replace_checked`` does, with the field names looked up once)."""
+    cls = type(prototype)
+    fixed = [(name, getattr(prototype, name)) for name in (f.name for f in attrs.fields(cls)) if name != field]
+    new, put = object.__new__, object.__setattr__
+
+    def make(value: Any) -> Any:
+        copy = new(cls)
+        put(copy, field, value)
+        for name, default in fixed:
+            put(copy, name, default)
+        return copy
+
+    return make
+
+
+_TEXT = _maker(TextPart(""), "text")
+_MESSAGES = {role.value: _maker(Message(role, ()), "content") for role in Role}
+
+
+def stored_messages(wire: list[Any], plain_text: bool) -> tuple[Message, ...]:
+    """Messages a store rebuilds from one of its own blobs: as ``messages_from_wire`` does, but a message
+    of a known role and text parts only (most of a chat) is made from checked prototypes without running
+    every field check again, when ``plain_text`` says no string in the blob can be ill-formed (see
+    :func:`decompress_text`): a text part's only check is that its text is a string of valid Unicode.
+    Anything else goes through the wire decoder, with its errors."""
+    if not plain_text:
+        return messages_from_wire(wire)
+    out: list[Message] = []
+    append, text, messages = out.append, _TEXT, _MESSAGES
+    for data in wire:
+        if type(data) is dict and len(data) == 2:
+            role, content = data.get("role"), data.get("content")
+            make = messages.get(role) if type(role) is str else None
+            if make is not None and type(content) is list:
+                parts = []
+                for part in content:
+                    if type(part) is not dict or len(part) != 1 or type(part.get("text")) is not str:
+                        break
+                    parts.append(text(part["text"]))
+                else:
+                    append(make(tuple(parts)))
+                    continue
+        append(messages_from_wire([data])[0])
+    return tuple(out)
+
+
 def pack_record(record: bytes, tag: str, blob: bytes) -> bytes:
     """A snapshot's record and the small blob it wrote, as one attribute value.
 
@@ -104,6 +174,23 @@ def unpack_record(data: bytes) -> tuple[bytes, str | None, bytes | None]:
     except UnicodeDecodeError:
         raise CorruptData("a packed record's blob tag is not ASCII") from None
     return record, tag, data[at + 1 + len(name) :]
+
+
+def pack_update(tag: str, blob: bytes) -> bytes:
+    """A snapshot's update blob as its item stores it (``ub``): the tag (ASCII, under 256 bytes), then the blob."""
+    name = tag.encode("ascii")
+    return bytes([len(name)]) + name + blob
+
+
+def unpack_update(data: bytes) -> tuple[str, bytes]:
+    """Invert :func:`pack_update`: ``(tag, blob)``."""
+    if not data or len(data) < 1 + data[0]:
+        raise CorruptData("an update blob is cut short")
+    try:
+        tag = data[1 : 1 + data[0]].decode("ascii")
+    except UnicodeDecodeError:
+        raise CorruptData("an update blob's tag is not ASCII") from None
+    return tag, data[1 + data[0] :]
 
 
 def split_parts(data: bytes, size: int) -> list[bytes]:
@@ -199,33 +286,63 @@ def _apply(doc: Any, kind: Any, path: list[Any], value: Any, depth: int) -> Any:
 
 @attrs.frozen
 class Recipe:
-    """How to rebuild a state: blob references in fold order, with each blob's level and message count.
+    """How to rebuild a state: blob references in fold order, with each blob's level, message count and size.
 
     ``refs`` are ``(name, parts)`` pairs. ``levels`` gives each blob's level:
-    0 for a delta, 1 or more for a page (a page of level ``k`` folds
-    ``checkpoint_every`` blobs of level ``k - 1``). Levels never increase along
-    the recipe. ``ends`` gives the message count once each blob is applied.
+    0 for a delta, 1 or more for a page (a page of level ``k`` folds the blobs
+    of level ``k - 1`` before it). Levels never increase along the recipe.
+    ``ends`` gives the message count once each blob is applied, ``sizes`` each
+    blob's compressed size in bytes (0 when a recipe written before sizes
+    were recorded does not say).
     """
 
     refs: tuple[tuple[str, int], ...] = ()
     levels: tuple[int, ...] = ()
     ends: tuple[int, ...] = ()
+    sizes: tuple[int, ...] = ()
 
     def to_json(self) -> list[Any]:
-        return [[list(ref) for ref in self.refs], list(self.levels), list(self.ends)]
+        return [[list(ref) for ref in self.refs], list(self.levels), list(self.ends), list(self.sizes)]
 
     @classmethod
     def from_json(cls, data: Any) -> Recipe:
         try:
-            refs, levels, ends = data
+            if len(data) == 3:  # written before sizes were recorded
+                refs, levels, ends = data
+                sizes: Any = [0] * len(refs)
+            else:
+                refs, levels, ends, sizes = data
             recipe = cls(
-                tuple((str(n), int(p)) for n, p in refs), tuple(int(v) for v in levels), tuple(int(e) for e in ends)
+                tuple((str(n), int(p)) for n, p in refs),
+                tuple(int(v) for v in levels),
+                tuple(int(e) for e in ends),
+                tuple(int(z) for z in sizes),
             )
         except (TypeError, ValueError) as exc:
             raise CorruptData(f"malformed recipe: {exc}") from None
-        if not len(recipe.refs) == len(recipe.levels) == len(recipe.ends):
-            raise CorruptData("malformed recipe: refs, levels and ends differ in length")
+        if not len(recipe.refs) == len(recipe.levels) == len(recipe.ends) == len(recipe.sizes):
+            raise CorruptData("malformed recipe: refs, levels, ends and sizes differ in length")
         return recipe
+
+    def prefix(self, count: int) -> Recipe:
+        """The first ``count`` blobs of this recipe."""
+        return Recipe(self.refs[:count], self.levels[:count], self.ends[:count], self.sizes[:count])
+
+    @property
+    def ends_in_update(self) -> bool:
+        """The last blob is its snapshot's update blob, rewritten in place by the snapshot's next change,
+        so a child must not keep it (see :func:`plan_state`)."""
+        return bool(self.refs) and is_update_blob(self.refs[-1][0])
+
+
+UPDATE_TAG = "u"
+"""How the tag of a snapshot's update blob starts: the one blob a store replaces (removing the one before)
+on each change of the snapshot's state; every other blob is immutable."""
+
+
+def is_update_blob(name: str) -> bool:
+    """Whether a blob name is a snapshot's update blob (its tag is :data:`UPDATE_TAG`)."""
+    return name.rpartition("\x1f")[2].startswith(UPDATE_TAG)
 
 
 @attrs.frozen
@@ -241,10 +358,12 @@ class Plan:
     def is_page(self) -> bool:
         return self.level > 0
 
-    def recipe(self, name: str, parts: int) -> Recipe:
-        """The recipe once the payload is stored under ``name`` in ``parts`` parts."""
+    def recipe(self, name: str, parts: int, size: int = 0) -> Recipe:
+        """The recipe once the payload is stored under ``name`` in ``parts`` parts, ``size`` bytes compressed."""
         keep = self.keep
-        return Recipe((*keep.refs, (name, parts)), (*keep.levels, self.level), (*keep.ends, self.end))
+        return Recipe(
+            (*keep.refs, (name, parts)), (*keep.levels, self.level), (*keep.ends, self.end), (*keep.sizes, size)
+        )
 
 
 def _rest(state: SessionState) -> Any:
@@ -266,23 +385,37 @@ def _appended(old: tuple[Message, ...], new: tuple[Message, ...]) -> tuple[Messa
     return new[len(old) :]
 
 
-def _carry(levels: tuple[int, ...], every: int, top: int) -> tuple[int, int]:
+def _carry(
+    levels: tuple[int, ...], sizes: tuple[int, ...], every: int, top: int, top_bytes: int, top_count: int
+) -> tuple[int, int]:
     """Where a new blob goes: ``(level, kept)``, keeping the first ``kept`` refs.
 
     Like adding one in base ``every``: a new delta that would make ``every`` in a
     row becomes a page of level 1 replacing them, which may in turn complete
-    ``every`` pages of level 1, and so on up to level ``top``.
+    ``every`` pages of level 1, and so on. The last step, into the top level, is
+    taken by size instead: when the pages of level ``top - 1`` in a row hold at
+    least ``top_bytes`` compressed (or would be ``top_count``), so top pages are
+    few and large (about ``top_bytes`` each) whatever the size of a turn.
     """
     kept, level = len(levels), 0
     while level < top:
         run = 0
         while run < kept and levels[kept - 1 - run] == level:
             run += 1
-        if run + 1 < every:
+        if level < top - 1:
+            if run + 1 < every:
+                break
+        elif sum(sizes[kept - run : kept]) < top_bytes and run + 1 < top_count:
             break
         kept -= run
         level += 1
     return level, kept
+
+
+TOP_BYTES = 256 * 1024
+"""The compressed size from which pages are folded into one page of the top level."""
+TOP_COUNT = 16
+"""At most this many pages of the level below the top in a row (when they are small)."""
 
 
 def plan_state(
@@ -291,35 +424,58 @@ def plan_state(
     state: SessionState | None,
     checkpoint_every: int,
     max_pages: int = 48,
-    levels: int = 2,
+    levels: int = 3,
+    top_bytes: int = TOP_BYTES,
+    top_count: int = TOP_COUNT,
 ) -> Plan:
     """Plan the blob that stores ``state`` on top of ``previous`` (its parent's, or its own older
     state), whose recipe is ``previous_recipe`` (None: start from scratch).
 
     Pages have up to ``levels`` levels, so a message is written at most
-    ``levels + 1`` times and a recipe holds at most ``checkpoint_every - 1``
-    blobs per level below the top. When the top level already holds
-    ``max_pages`` pages, the page rewrites the whole state, so a read never needs
-    more than a bounded number of items."""
+    ``levels + 1`` times; a recipe holds at most ``checkpoint_every - 1`` blobs
+    per level below ``levels - 1``, fewer than ``top_count`` at ``levels - 1``,
+    and top pages of about ``top_bytes`` each. When the top level already holds
+    ``max_pages`` pages, the page rewrites the whole state, so a read never
+    needs more than a bounded number of items.
+
+    A recipe that ends in an update blob (rewritten by the snapshot's next
+    change) is not kept whole: the new blob replaces that blob, holding what it
+    held plus what changed since, with the full rest of the state, so no
+    other snapshot's recipe ever names an update blob.
+    """
     if state is None:
         return Plan({"n": 1}, 0, Recipe(), 0)
     messages = state.message_list
     has = state.messages is not None
     rest = _rest(state)
-    added = None
-    if previous is not None and previous_recipe is not None and previous_recipe.refs:
-        added = _appended(previous.message_list, messages)
-    if added is None or previous is None or previous_recipe is None:
-        return Plan({"m": [to_wire(m) for m in messages], "r": rest, "h": has}, 0, Recipe(), len(messages))
-    level, kept = _carry(previous_recipe.levels, max(checkpoint_every, 2), levels)
+    if previous is None or previous_recipe is None or not previous_recipe.refs:
+        return _full(messages, rest, has, 0)
+    folded = previous_recipe.ends_in_update
+    base = previous_recipe.prefix(len(previous_recipe.refs) - 1) if folded else previous_recipe
+    previous_messages = previous.message_list
+    if folded:
+        cut = base.ends[-1] if base.refs else 0
+        if cut > len(previous_messages):
+            return _full(messages, rest, has, 0)
+        previous_messages = previous_messages[:cut]
+    added = _appended(previous_messages, messages)
+    if added is None or not base.refs:
+        return _full(messages, rest, has, 0)
+    level, kept = _carry(base.levels, base.sizes, max(checkpoint_every, 2), levels, top_bytes, top_count)
     if level == 0:
+        if folded:
+            return Plan({"a": [to_wire(m) for m in added], "r": rest, "h": has}, 0, base, len(messages))
         payload = {"a": [to_wire(m) for m in added], "p": diff(_rest(previous), rest), "h": has}
-        return Plan(payload, 0, previous_recipe, len(messages))
-    keep = Recipe(previous_recipe.refs[:kept], previous_recipe.levels[:kept], previous_recipe.ends[:kept])
+        return Plan(payload, 0, base, len(messages))
+    keep = base.prefix(kept)
     if not kept or keep.levels.count(levels) >= max_pages:
-        return Plan({"m": [to_wire(m) for m in messages], "r": rest, "h": has}, level, Recipe(), len(messages))
+        return _full(messages, rest, has, level)
     since = messages[keep.ends[-1] :]
     return Plan({"a": [to_wire(m) for m in since], "r": rest, "h": has}, level, keep, len(messages))
+
+
+def _full(messages: tuple[Message, ...], rest: Any, has: bool, level: int) -> Plan:
+    return Plan({"m": [to_wire(m) for m in messages], "r": rest, "h": has}, level, Recipe(), len(messages))
 
 
 def fold(payloads: Sequence[Any], decode_messages: Any) -> SessionState | None:

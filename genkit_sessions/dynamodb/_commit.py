@@ -47,10 +47,21 @@ from genkit_sessions.dynamodb._calls import (
     transact,
     write_one,
 )
-from genkit_sessions.dynamodb._codec import Plan, Recipe, compress, pack_record, plan_state, split_parts, strict_equal
+from genkit_sessions.dynamodb._codec import (
+    UPDATE_TAG,
+    Plan,
+    Recipe,
+    compress,
+    pack_record,
+    pack_update,
+    plan_state,
+    split_parts,
+    strict_equal,
+)
 from genkit_sessions.dynamodb._engine import INLINE_LIMIT, RECORD_LIMIT, Engine
 from genkit_sessions.dynamodb._expressions import Update, eq, exists, not_exists, render
 from genkit_sessions.dynamodb._items import (
+    ITEM_LIMIT,
     Head,
     Loaded,
     action_size,
@@ -74,6 +85,7 @@ _log = logging.getLogger("genkit_sessions.dynamodb")
 MAX_TRANSACTION_ACTIONS = 100
 MAX_TRANSACTION_BYTES = 4 * 1024 * 1024
 _TRANSACTION_MARGIN = 256 * 1024
+_ITEM_MARGIN = 2 * 1024
 _RESENDS = 2
 """How many times a transaction whose answer was lost is sent again with the same token."""
 
@@ -154,8 +166,11 @@ def _guess(engine: Engine, tenant: str, snapshot_id: str, mutator: Mutator) -> t
     return guess, snapshot
 
 
-def new_blob(engine: Engine, snapshot_id: str, plan: Plan) -> tuple[str, list[bytes]]:
-    tag = ("c" if plan.is_page else "d") + os.urandom(6).hex()
+def new_blob(engine: Engine, snapshot_id: str, plan: Plan, update: bool = False) -> tuple[str, list[bytes]]:
+    """A new blob's name and parts: ``c`` (a page) or ``d`` (a delta), or, for a change of an existing
+    snapshot's state, its update blob (``u``), plus a random nonce."""
+    kind = UPDATE_TAG if update else ("c" if plan.is_page else "d")
+    tag = kind + os.urandom(6).hex()
     return keys.blob_name(snapshot_id, tag), split_parts(compress(plan.payload), engine.settings.chunk_bytes)
 
 
@@ -210,7 +225,7 @@ def _create(
     plan = plan_state(parent_state, parent_recipe, snapshot.state, engine.settings.checkpoint_every)
     name, parts = new_blob(engine, snapshot_id, plan)
     inline = len(parts) == 1 and len(parts[0]) <= INLINE_LIMIT
-    recipe = plan.recipe(name, 0 if inline else len(parts))
+    recipe = plan.recipe(name, 0 if inline else len(parts), sum(map(len, parts)))
     record = record_bytes(snapshot, recipe)
     if inline:
         record = pack_record(record, keys.blob_tag(name), parts[0])
@@ -223,7 +238,9 @@ def _create(
         snapshot,
         recipe,
         expires,
-        seen_head or engine.known_head(tenant, session_id),
+        seen_head
+        or engine.known_head(tenant, session_id)
+        or (engine.head_with(tenant, snapshot.parent_id) if snapshot.parent_id is not None else None),
         head_races_lost,
         expected,
     )
@@ -254,7 +271,8 @@ def _create(
         engine.see_head(tenant, session_id, None)  # the outcome may be unknown: read the head next time
         raise
     engine.see_head(tenant, session_id, head_after)
-    engine.remember(tenant, Loaded(snapshot, recipe, expires, 1, (snapshot.effective_status.value,)))
+    statuses = (snapshot.effective_status.value,)
+    engine.remember(tenant, Loaded(snapshot, recipe, expires, 1, statuses, item_size(item)), head_after)
 
 
 def _update(
@@ -275,14 +293,27 @@ def _update(
     recipe = existing.recipe
     name = ""
     parts: list[dict[str, Any]] = []
+    update = Update()
     if state_changed:
+        # The new state's blob replaces the update blob of the change before (if any): packed into the
+        # item when it fits, else as parts, the old update blob's parts deleted in the same write. No other
+        # snapshot's recipe names an update blob (a child folds it into its own), so the item count of
+        # a snapshot stays bounded however often it changes.
         plan = plan_state(before, existing.recipe, snapshot.state, engine.settings.checkpoint_every)
-        name, chunks = new_blob(engine, snapshot_id, plan)
-        recipe = plan.recipe(name, len(chunks))
-        parts = blob_part_items(tenant, session_id, name, chunks, existing.expires)
+        name, chunks = new_blob(engine, snapshot_id, plan, update=True)
+        size = sum(map(len, chunks))
+        recipe = plan.recipe(name, 0, size)
+        packed = pack_update(keys.blob_tag(name), chunks[0]) if len(chunks) == 1 else b""
+        room = ITEM_LIMIT - (existing.size or RECORD_LIMIT + INLINE_LIMIT + _ITEM_MARGIN) - _ITEM_MARGIN
+        if packed and len(record_bytes(snapshot, recipe)) + len(packed) <= room:
+            update.set("ub", {"B": packed})
+        else:
+            recipe = plan.recipe(name, len(chunks), size)
+            parts = blob_part_items(tenant, session_id, name, chunks, existing.expires)
+            update.remove("ub")
     # An update, not a put: the blob this snapshot wrote inline at its creation stays, for its children.
     status = status_attributes(snapshot, existing.statuses)
-    update = Update().set("u", {"B": record_bytes(snapshot, recipe)}).set("v", {"N": str(existing.version + 1)})
+    update.set("u", {"B": record_bytes(snapshot, recipe)}).set("v", {"N": str(existing.version + 1)})
     for attribute, value in status.items():
         update.set(attribute, value)
     condition = exists("pk") & (eq("v", {"N": str(existing.version)}) if existing.version > 1 else not_exists("v"))
@@ -295,10 +326,17 @@ def _update(
     }
     actions = [item_update]
     if state_changed or status_changed:
-        known = engine.known_head(tenant, session_id)
+        known = engine.known_head(tenant, session_id) or engine.head_with(tenant, snapshot_id)
         actions.append(
             _head.change(engine, tenant, session_id, known, snapshot.updated_at or snapshot.created_at, expected)
         )
+    replaced = existing.recipe.refs[-1] if state_changed and existing.recipe.ends_in_update else None
+    old_parts: list[dict[str, Any]] = []
+    if replaced is not None and replaced[1] > 0 and replaced not in recipe.refs:
+        old_parts = [keys.blob_part_key(tenant, session_id, replaced[0], i) for i in range(replaced[1])]
+    if len(actions) + len(old_parts) < MAX_TRANSACTION_ACTIONS - 1:  # room for a staged write's release
+        actions += [{"Delete": {"TableName": engine.table, "Key": key}} for key in old_parts]
+        old_parts = []
     try:
         yield from _commit(engine, tenant, session_id, name, actions, parts, existing.expires)
     except Cancelled as cancelled:
@@ -318,7 +356,18 @@ def _update(
         raise Contention() from None
     if len(actions) > 1:
         engine.see_head(tenant, session_id, None)  # its version moved
-    engine.remember(tenant, Loaded(snapshot, recipe, existing.expires, existing.version + 1, status_history(status)))
+    engine.forget(tenant, [snapshot_id])  # the head seen with it is out of date
+    loaded = Loaded(snapshot, recipe, existing.expires, existing.version + 1, status_history(status), existing.size)
+    engine.remember(tenant, loaded)
+    if old_parts:  # an update blob of more parts than a transaction holds: deleted once nothing names it
+        try:
+            yield from batch_write(engine.table, [{"DeleteRequest": {"Key": key}} for key in old_parts])
+        except GenkitError as exc:
+            _log.warning(
+                "could not delete %d parts of a replaced update blob (%s); delete_session removes them",
+                len(old_parts),
+                exc,
+            )
     if state_changed:  # keep the head's read hint current when this snapshot is the leaf (best effort)
         try:
             yield from write_one(engine.table, _head.hint(engine, tenant, session_id, snapshot_id, recipe))

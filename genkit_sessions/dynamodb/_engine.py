@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 import os
 import threading
+import weakref
 from collections.abc import Iterable
 from datetime import timedelta
 
@@ -18,7 +19,7 @@ from genkit_sessions.dynamodb._codec import Recipe
 from genkit_sessions.dynamodb._items import Head, Loaded
 from genkit_sessions.errors import GenkitError, Status
 from genkit_sessions.model.clock import Clock, MonotonicStamper
-from genkit_sessions.model.types import SessionState
+from genkit_sessions.model.types import SessionSnapshot, SessionState
 from genkit_sessions.stores.protocol import TenantFn
 
 __all__ = ["Engine", "Settings"]
@@ -49,9 +50,19 @@ class Settings:
     indexed: frozenset[str] = frozenset({"principal"})
 
 
+_Live = tuple["weakref.ref[SessionSnapshot]", Recipe, "int | None", int, "tuple[str, ...]", "Head | None", int]
+"""What the store knows of a snapshot its caller still holds: the snapshot (weakly), how it is stored
+(recipe, expiry, item version, statuses), the head seen with it, and its item's size without an update."""
+
+
 class Engine:
     """Settings plus one store's memory: recently read or written snapshots, and the last head seen per
-    session (which makes a turn-end save need no read)."""
+    session (which makes a turn-end save need no read).
+
+    Two memories: a bounded LRU of ``cache_size`` snapshots and heads, and, for every snapshot this store
+    returned that its caller still holds, what a save of its child needs (its recipe, expiry, version and
+    the head seen with it), kept exactly as long as the caller keeps the snapshot object. So a turn that
+    resumes a snapshot and saves its child needs no read, however many sessions are in flight."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -59,6 +70,7 @@ class Engine:
         self.stamp = MonotonicStamper(settings.clock)
         self._cache: collections.OrderedDict[tuple[str, str], Loaded] = collections.OrderedDict()
         self._heads: collections.OrderedDict[tuple[str, str], Head] = collections.OrderedDict()
+        self._live: dict[tuple[str, str], _Live] = {}
         self._lock = threading.Lock()
 
     def now_epoch(self) -> int:
@@ -84,21 +96,57 @@ class Engine:
 
     # --- snapshots -------------------------------------------------------------------------
 
-    def remember(self, tenant: str, loaded: Loaded) -> None:
-        """Keep a snapshot just read or written: its state is immutable per recipe."""
-        if self.settings.cache_size <= 0:
-            return
+    def remember(self, tenant: str, loaded: Loaded, head: Head | None = None) -> None:
+        """Keep a snapshot just read or written: its state is immutable per recipe. ``head`` is the
+        session's head as read or written with it, kept while the caller holds the snapshot."""
         key = (tenant, loaded.snapshot.snapshot_id)
+        live = self._live
+
+        def gone(ref: weakref.ref[SessionSnapshot], key: tuple[str, str] = key) -> None:
+            entry = live.get(key)  # no lock: this runs wherever the collector does
+            if entry is not None and entry[0] is ref:
+                live.pop(key, None)
+
+        try:
+            ref = weakref.ref(loaded.snapshot, gone)
+        except TypeError:  # pragma: no cover - snapshots are weak-referenceable attrs classes
+            ref = None
         with self._lock:
+            if ref is not None:
+                if head is None:
+                    previous = live.get(key)
+                    head = previous[5] if previous is not None and previous[0]() is loaded.snapshot else None
+                live[key] = (ref, loaded.recipe, loaded.expires, loaded.version, loaded.statuses, head, loaded.size)
+            if self.settings.cache_size <= 0:
+                return
             self._cache[key] = loaded
             self._cache.move_to_end(key)
             while len(self._cache) > self.settings.cache_size:
                 self._cache.popitem(last=False)
 
     def cached(self, tenant: str, snapshot_id: str) -> Loaded | None:
-        """The snapshot as this store last read or wrote it, if it still remembers."""
+        """The snapshot as this store last read or wrote it, if it still remembers (or its caller still
+        holds it)."""
+        key = (tenant, snapshot_id)
         with self._lock:
-            return self._cache.get((tenant, snapshot_id))
+            found = self._cache.get(key)
+            if found is not None:
+                return found
+            entry = self._live.get(key)
+        if entry is None:
+            return None
+        snapshot = entry[0]()
+        if snapshot is None:
+            return None
+        return Loaded(snapshot, entry[1], entry[2], entry[3], entry[4], entry[6])
+
+    def head_with(self, tenant: str, snapshot_id: str) -> Head | None:
+        """The head seen with a snapshot its caller still holds (None when not known)."""
+        with self._lock:
+            entry = self._live.get((tenant, snapshot_id))
+        if entry is None or entry[0]() is None:
+            return None
+        return entry[5]
 
     def recall(self, tenant: str, snapshot_id: str, recipe: Recipe) -> tuple[bool, SessionState | None]:
         """``(True, state)`` when the cache holds the state this recipe rebuilds."""
@@ -112,6 +160,7 @@ class Engine:
         with self._lock:
             for snapshot_id in snapshot_ids:
                 self._cache.pop((tenant, snapshot_id), None)
+                self._live.pop((tenant, snapshot_id), None)
 
     # --- heads -----------------------------------------------------------------------------
 

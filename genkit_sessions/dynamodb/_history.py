@@ -25,11 +25,19 @@ import attrs
 
 from genkit_sessions.dynamodb import _keys as keys
 from genkit_sessions.dynamodb._calls import Steps, batch_get, get_item
-from genkit_sessions.dynamodb._codec import CorruptData, Recipe, decompress, unpack_record
+from genkit_sessions.dynamodb._codec import CorruptData, Recipe, decompress, is_update_blob, stored_messages
 from genkit_sessions.dynamodb._engine import Engine
 from genkit_sessions.dynamodb._items import Head
-from genkit_sessions.dynamodb._reads import Found, decode_item, payload_of, read_head, ref_keys
-from genkit_sessions.errors import GenkitError
+from genkit_sessions.dynamodb._reads import (
+    Found,
+    decode_item,
+    decoded_payload,
+    inline_blob,
+    payload_of,
+    read_head,
+    ref_keys,
+)
+from genkit_sessions.errors import GenkitError, Status
 from genkit_sessions.model.types import Message
 from genkit_sessions.model.wire import messages_from_wire
 from genkit_sessions.stores.history_rules import message_bytes, window_of
@@ -88,7 +96,7 @@ def plan(engine: Engine, tenant: str, snapshot_id: str | None, session_id: str |
 def _messages(engine: Engine, handle: _Handle, refs: range, found: Found) -> tuple[Message, ...]:
     out: list[Message] = []
     for index in refs:
-        payload = payload_of(
+        payload, plain = decoded_payload(
             engine, handle.tenant, handle.session_id, handle.snapshot_id, handle.recipe.refs[index], found
         )
         if not isinstance(payload, dict):
@@ -99,7 +107,7 @@ def _messages(engine: Engine, handle: _Handle, refs: range, found: Found) -> tup
         if not isinstance(wire, list):
             raise engine.data_loss(handle.snapshot_id, "a message list is not an array")
         try:
-            out.extend(messages_from_wire(wire))
+            out.extend(stored_messages(wire, plain))
         except GenkitError as exc:
             raise engine.data_loss(handle.snapshot_id, exc.message) from None
     return tuple(out)
@@ -320,17 +328,14 @@ def _one_part(engine: Engine, handle: _Handle, ref: tuple[str, int], part: int) 
         key = keys.snapshot_key(handle.tenant, keys.blob_owner(name))
         own = (handle.item["pk"]["S"], handle.item["sk"]["S"]) == (key["pk"]["S"], key["sk"]["S"])
         item = handle.item if own else (yield from get_item(engine.table, key))
-        tag, inline = None, None
-        if item is not None and "rec" in item:
-            try:
-                _, tag, inline = unpack_record(bytes(item["rec"]["B"]))
-            except CorruptData as exc:
-                raise engine.data_loss(handle.snapshot_id, str(exc)) from None
-        if inline is None or tag != keys.blob_tag(name):
-            raise engine.data_loss(handle.snapshot_id, f"inline blob {name!r} is missing")
-        return inline
+        return inline_blob(engine, handle.snapshot_id, name, item)
     item = yield from get_item(engine.table, keys.blob_part_key(handle.tenant, handle.session_id, name, part))
     if item is None or "d" not in item:
+        if is_update_blob(name):  # the snapshot changed since the plan was read: its update blob was replaced
+            raise GenkitError(
+                Status.ABORTED,
+                f"snapshot {handle.snapshot_id!r} changed while its history was being streamed; stream it again",
+            )
         raise engine.data_loss(handle.snapshot_id, f"blob part {part} of {count} is missing")
     return bytes(item["d"]["B"])
 

@@ -53,6 +53,9 @@ class Loaded:
     version: int
     statuses: tuple[str, ...] = ()
     """Every status the snapshot has had, oldest first (what ``watch_status`` replays)."""
+    size: int = 0
+    """The size of its item without its update attributes (``u``, ``ub``): what an update blob packed
+    into the item must leave room for (0: not known)."""
 
 
 @attrs.frozen
@@ -117,6 +120,15 @@ class Head:
         if "sv" in self.item:
             return int(self.item["sv"]["N"])
         return len(self.ids or ())
+
+
+UPDATE_ATTRIBUTES = ("u", "ub")
+"""What an update of a snapshot item sets: its current record, and the update blob packed with it."""
+
+
+def base_size(item: dict[str, Any]) -> int:
+    """The size of a snapshot item without its update attributes (what an update leaves as it is)."""
+    return item_size({k: v for k, v in item.items() if k not in UPDATE_ATTRIBUTES})
 
 
 def item_size(item: dict[str, Any]) -> int:

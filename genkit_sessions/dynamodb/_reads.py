@@ -16,14 +16,25 @@ import attrs
 
 from genkit_sessions.dynamodb import _keys as keys
 from genkit_sessions.dynamodb._calls import Steps, batch_get, get_item, query_partition
-from genkit_sessions.dynamodb._codec import CorruptData, Recipe, decompress, fold, join_parts, unpack_record
+from genkit_sessions.dynamodb._codec import (
+    CorruptData,
+    Recipe,
+    decompress,
+    decompress_text,
+    fold,
+    is_update_blob,
+    join_parts,
+    stored_messages,
+    unpack_record,
+    unpack_update,
+)
 from genkit_sessions.dynamodb._engine import Engine
-from genkit_sessions.dynamodb._items import Head, Loaded, member_ids, status_history
+from genkit_sessions.dynamodb._items import Head, Loaded, base_size, member_ids, status_history
 from genkit_sessions.errors import GenkitError, Status
 from genkit_sessions.model.clock import format_timestamp
 from genkit_sessions.model.frozen_json import FrozenDict
 from genkit_sessions.model.types import Message, SessionSnapshot, SessionState, SnapshotStatus
-from genkit_sessions.model.wire import from_wire, messages_from_wire
+from genkit_sessions.model.wire import from_wire
 from genkit_sessions.stores.protocol import SessionRecord
 
 __all__ = [
@@ -43,6 +54,14 @@ Member = tuple[dict[str, Any], "tuple[SessionSnapshot, Recipe] | GenkitError"]
 """A session member's snapshot item, with its envelope and recipe or the error decoding them."""
 
 Found = dict[tuple[str, str], dict[str, Any]]
+
+_REREADS = 3
+"""How many times a read starts again after a change of the snapshot it read replaced its update blob."""
+
+
+class ReplacedMeanwhile(GenkitError):
+    """A part of a snapshot's update blob went between reading its item and its blobs: a change of the
+    snapshot replaced it, so the read starts again (DATA_LOSS if it keeps happening)."""
 
 
 def _at(found: Found, key: dict[str, Any]) -> dict[str, Any] | None:
@@ -68,30 +87,50 @@ def part_keys(tenant: str, session_id: str, recipe: Recipe) -> list[dict[str, An
     return [key for ref in recipe.refs for key in ref_keys(tenant, session_id, ref)]
 
 
+def inline_blob(engine: Engine, snapshot_id: str, name: str, row: dict[str, Any] | None) -> bytes:
+    """A blob packed into its owner's snapshot item: the blob its creation wrote (in ``rec``), or its
+    update blob (``ub``); DATA_LOSS when the item does not hold that blob."""
+    tag, inline = None, None
+    if row is not None:
+        try:
+            if is_update_blob(name):
+                if "ub" in row:
+                    tag, inline = unpack_update(bytes(row["ub"]["B"]))
+            elif "rec" in row:
+                _, tag, inline = unpack_record(bytes(row["rec"]["B"]))
+        except CorruptData as exc:
+            raise engine.data_loss(snapshot_id, str(exc)) from None
+    if inline is None or tag != keys.blob_tag(name):
+        raise engine.data_loss(snapshot_id, f"inline blob {name!r} is missing")
+    return inline
+
+
 def payload_of(
     engine: Engine, tenant: str, session_id: str, snapshot_id: str, ref: tuple[str, int], found: Found
 ) -> Any:
     """One blob's payload, from the items fetched (its parts, or the snapshot item it is packed in)."""
+    return decoded_payload(engine, tenant, session_id, snapshot_id, ref, found)[0]
+
+
+def decoded_payload(
+    engine: Engine, tenant: str, session_id: str, snapshot_id: str, ref: tuple[str, int], found: Found
+) -> tuple[Any, bool]:
+    """One blob's payload, and whether its text holds no surrogate escape (see ``stored_messages``)."""
     name, count = ref
     chunks: list[bytes] = []
     if count == 0:
         row = _at(found, keys.snapshot_key(tenant, keys.blob_owner(name)))
-        tag, inline = None, None
-        if row is not None and "rec" in row:
-            try:
-                _, tag, inline = unpack_record(bytes(row["rec"]["B"]))
-            except CorruptData as exc:
-                raise engine.data_loss(snapshot_id, str(exc)) from None
-        if inline is None or tag != keys.blob_tag(name):
-            raise engine.data_loss(snapshot_id, f"inline blob {name!r} is missing")
-        chunks.append(inline)
+        chunks.append(inline_blob(engine, snapshot_id, name, row))
     for part in range(count):
         part_item = _at(found, keys.blob_part_key(tenant, session_id, name, part))
         if part_item is None or "d" not in part_item:
-            raise engine.data_loss(snapshot_id, f"blob part {part} of {count} is missing")
+            problem = engine.data_loss(snapshot_id, f"blob part {part} of {count} is missing")
+            if is_update_blob(name):
+                raise ReplacedMeanwhile(problem.status, problem.message)
+            raise problem
         chunks.append(bytes(part_item["d"]["B"]))
     try:
-        return decompress(join_parts(chunks))
+        return decompress_text(join_parts(chunks))
     except CorruptData as exc:
         raise engine.data_loss(snapshot_id, str(exc)) from None
 
@@ -119,7 +158,8 @@ def rebuild(
     found = dict(prefetched)
     if missing:
         found.update((yield from batch_get(engine.table, missing)))
-    payloads = [payload_of(engine, tenant, session_id, snapshot_id, ref, found) for ref in recipe.refs]
+    decoded = [decoded_payload(engine, tenant, session_id, snapshot_id, ref, found) for ref in recipe.refs]
+    payloads = [payload for payload, _ in decoded]
     names = [name for name, _ in recipe.refs]
 
     def decode(index: int, wire: Any) -> tuple[Message, ...]:
@@ -127,7 +167,7 @@ def rebuild(
             return memo[names[index]]
         if not isinstance(wire, list):
             raise CorruptData("a message list is not an array")
-        messages = messages_from_wire(wire)
+        messages = stored_messages(wire, decoded[index][1])
         if memo is not None:
             memo[names[index]] = messages
         return messages
@@ -141,7 +181,12 @@ def rebuild(
 
 
 def load(
-    engine: Engine, tenant: str, item: dict[str, Any], snapshot_id: str, prefetched: Found | None = None
+    engine: Engine,
+    tenant: str,
+    item: dict[str, Any],
+    snapshot_id: str,
+    prefetched: Found | None = None,
+    head: Head | None = None,
 ) -> Steps[Loaded]:
     """A snapshot item decoded, its state rebuilt (from the cache when its recipe is cached)."""
     envelope, recipe = decode_item(engine, item, snapshot_id)
@@ -150,8 +195,10 @@ def load(
         state = yield from rebuild(engine, tenant, envelope.session_id or "", snapshot_id, recipe, prefetched or {})
     expires = int(item["exp"]["N"]) if "exp" in item else None
     version = int(item["v"]["N"]) if "v" in item else 1
-    loaded = Loaded(attrs.evolve(envelope, state=state), recipe, expires, version, status_history(item))
-    engine.remember(tenant, loaded)
+    loaded = Loaded(
+        attrs.evolve(envelope, state=state), recipe, expires, version, status_history(item), base_size(item)
+    )
+    engine.remember(tenant, loaded, head)
     return loaded
 
 
@@ -159,6 +206,17 @@ def read_by_id(engine: Engine, tenant: str, snapshot_id: str) -> Steps[Loaded | 
     """A snapshot by id: GetItem, then one BatchGetItem of its blobs and its session's head. A snapshot
     whose session has no live head (deleted, or being deleted) reads as absent, so a deletion that stops
     part-way never shows half a session."""
+    for attempt in range(_REREADS):
+        try:
+            return (yield from _read_by_id(engine, tenant, snapshot_id))
+        except ReplacedMeanwhile:
+            if attempt == _REREADS - 1:
+                raise
+            engine.forget(tenant, [snapshot_id])
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _read_by_id(engine: Engine, tenant: str, snapshot_id: str) -> Steps[Loaded | None]:
     key = keys.snapshot_key(tenant, snapshot_id)
     item = yield from get_item(engine.table, key)
     if item is None:
@@ -174,9 +232,10 @@ def read_by_id(engine: Engine, tenant: str, snapshot_id: str) -> Steps[Loaded | 
     if head is None or not Head.of(head).live(engine.now_ms()):
         engine.forget(tenant, [snapshot_id])
         return None
-    engine.see_head(tenant, session_id, Head.of(head))
+    seen = Head.of(head)
+    engine.see_head(tenant, session_id, seen)
     found[(key["pk"]["S"], key["sk"]["S"])] = item
-    return (yield from load(engine, tenant, item, snapshot_id, found))
+    return (yield from load(engine, tenant, item, snapshot_id, found, seen))
 
 
 def read_head(engine: Engine, tenant: str, session_id: str) -> Steps[Head]:
@@ -189,8 +248,14 @@ def read_head(engine: Engine, tenant: str, session_id: str) -> Steps[Head]:
 def read_leaf(engine: Engine, tenant: str, session_id: str) -> Steps[SessionSnapshot | None]:
     """A session's leaf: GetItem of the head, then one BatchGetItem of the leaf's item and the blobs of
     the head's read hint."""
-    head = yield from read_head(engine, tenant, session_id)
-    return (yield from _leaf_of(engine, tenant, session_id, head))
+    for attempt in range(_REREADS):
+        head = yield from read_head(engine, tenant, session_id)
+        try:
+            return (yield from _leaf_of(engine, tenant, session_id, head))
+        except ReplacedMeanwhile:
+            if attempt == _REREADS - 1:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def session_and_leaf(
@@ -230,7 +295,7 @@ def _leaf_of(engine: Engine, tenant: str, session_id: str, head: Head) -> Steps[
     snapshot_item = _at(found, wanted[0])
     if snapshot_item is None:
         return None
-    return (yield from load(engine, tenant, snapshot_item, leaf, found)).snapshot
+    return (yield from load(engine, tenant, snapshot_item, leaf, found, head)).snapshot
 
 
 def members(engine: Engine, tenant: str, session_id: str, ids: Iterable[str]) -> Steps[dict[str, Member]]:

@@ -77,8 +77,12 @@ class DynamoDBSessionStore:
     snapshot; ``orphan_ttl`` (1 day) is the expiry of blob parts written ahead of
     a commit; ``max_attempts`` (10) bounds retries of a contended save before
     ABORTED; ``watch_interval`` / ``watch_max_interval`` set the polling of
-    :meth:`watch_status`; ``head_ids`` (50) is how many member ids a session's
-    head holds before they move to a member page.
+    :meth:`watch_status`; ``head_ids`` (8) is how many member ids a session's
+    head holds before they move to a member page; ``cache_size`` (1,024) is
+    how many recently read or written states the store keeps. Besides that,
+    a snapshot the store returned keeps, for as long as its caller holds it,
+    what a save of its child needs, so a turn-end save needs no read however
+    many sessions are in flight.
 
     The async face :attr:`aio` runs on aiobotocore (``pip install
     'genkit-sessions[aio]'``), with up to ``aio_connections`` connections; or,
@@ -105,7 +109,7 @@ class DynamoDBSessionStore:
         watch_interval: float = 0.05,
         watch_max_interval: float = 2.0,
         cache_size: int = 1024,
-        head_ids: int = 50,
+        head_ids: int = 8,
         executor: concurrent.futures.Executor | None = None,
         aio_connections: int = 100,
         indexed_metadata: Iterable[str] = (),

@@ -5,7 +5,10 @@ Keys: ``pk`` / ``sk`` strings, the separator U+001F. A snapshot item's sort key 
 blob parts start ``b␟``, member pages ``l␟``. A snapshot's ``rec`` is its record, tagged ``0x01`` and
 zlib-compressed JSON ``{"e": <wire snapshot without state>, "r": <recipe>}``, or, packed with the blob
 it wrote, tagged ``0x02``, a 4-byte record length, the record, a 1-byte tag length, the tag, the blob.
-A recipe is ``[[[blob name, parts], ...], [level, ...], [message count after each blob, ...]]``.
+A recipe is ``[[[blob name, parts], ...], [level, ...], [message count after each blob, ...], [compressed
+size of each blob, ...]]`` (the sizes list is missing from recipes written before it existed). A snapshot
+whose state changed holds its update blob in ``ub`` (a 1-byte tag length, the tag, the blob) when it fits
+its item, else in parts; an update blob's tag starts with ``u``.
 """
 
 from __future__ import annotations
@@ -68,5 +71,5 @@ class Recipe:
     def of(cls, item: dict[str, Any]) -> Recipe:
         """The recipe of a snapshot item (its current record: ``u`` once updated, else ``rec``)."""
         record = bytes(item["u"]["B"]) if "u" in item else unpack_record(bytes(item["rec"]["B"]))[0]
-        refs, levels, ends = decompress(record)["r"]
+        refs, levels, ends, *_ = decompress(record)["r"]
         return cls(tuple((str(n), int(p)) for n, p in refs), tuple(levels), tuple(ends))

@@ -136,29 +136,89 @@ def test_every_state_of_a_chain_rebuilds_exactly_from_its_recipe(plan_steps: lis
         plan = plan_state(state, recipe, new_state, every, max_pages=3)
         name = f"b{index}"
         blobs[name] = compress(plan.payload)
-        recipe = plan.recipe(name, 1)
+        recipe = plan.recipe(name, 1, len(blobs[name]))
         rebuilt = _rebuild(recipe, blobs)
         assert (to_wire(rebuilt) if rebuilt else None) == (to_wire(new_state) if new_state else None)
         assert list(recipe.levels) == sorted(recipe.levels, reverse=True)  # pages first, highest level first
         assert all(recipe.levels.count(level) < max(every, 2) for level in (0, 1))
+        assert recipe.levels.count(2) < 16
         state = new_state
 
 
-@given(st.integers(1, 160), st.integers(2, 10))
-def test_appended_messages_are_written_at_most_three_times_and_recipes_stay_short(turns: int, every: int) -> None:
+@settings(deadline=None)
+@given(st.integers(1, 400), st.integers(2, 10), st.integers(0, 3))
+def test_appended_messages_are_written_at_most_four_times_and_recipes_stay_short(
+    turns: int, every: int, kb: int
+) -> None:
     state: SessionState | None = None
     recipe: Recipe | None = None
     written: dict[str, int] = {}
     for turn in range(turns):
-        new_state = _next_state(state, ("append", [f"message {turn}"]))
-        plan = plan_state(state, recipe, new_state, every)
+        new_state = _next_state(state, ("append", [f"message {turn} " + "x" * (1000 * kb)]))
+        plan = plan_state(state, recipe, new_state, every, top_bytes=4096, top_count=6)
         for message in plan.payload.get("a", []) + plan.payload.get("m", []):
             text = message["content"][0]["text"]
             written[text] = written.get(text, 0) + 1
-        recipe = plan.recipe(f"b{turn}", 1)
+        recipe = plan.recipe(f"b{turn}", 1, len(compress(plan.payload)))
         state = new_state
-    assert max(written.values()) <= 3
-    assert recipe is not None and len(recipe.refs) <= turns // every**2 + 2 * (every - 1) + 1
+    assert max(written.values()) <= 4
+    assert recipe is not None
+    below_top = [recipe.levels.count(level) for level in (0, 1, 2)]
+    assert below_top[0] < every and below_top[1] < every and below_top[2] < 6
+    top = recipe.levels.count(3)
+    assert top <= turns // every**2 // 2 + 1  # a top page folds at least two pages of level 2
+
+
+def _chain(turns: int, every: int, **options: Any) -> tuple[SessionState | None, Recipe | None, dict[str, Any]]:
+    state: SessionState | None = None
+    recipe: Recipe | None = None
+    blobs: dict[str, Any] = {}
+    for turn in range(turns):
+        new_state = _next_state(state, ("append", [f"message {turn}"]))
+        plan = plan_state(state, recipe, new_state, every, **options)
+        blobs[f"b{turn}"] = compress(plan.payload)
+        recipe = plan.recipe(f"b{turn}", 1, len(blobs[f"b{turn}"]))
+        state = new_state
+    return state, recipe, blobs
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 60), st.integers(2, 6), st.lists(st.sampled_from(["append", "custom"]), max_size=6))
+def test_a_child_of_a_changed_snapshot_folds_its_update_blob_and_never_names_it(
+    turns: int, every: int, changes: list[str]
+) -> None:
+    state, recipe, blobs = _chain(turns, every)
+    assert state is not None and recipe is not None
+    for index, change in enumerate(changes):  # the snapshot changes in place: each update blob replaces the last
+        changed = _next_state(state, (change, [f"progress {index}"] if change == "append" else {"n": index}))
+        plan = plan_state(state, recipe, changed, every)
+        name = f"t\x1fu{index}"
+        blobs[name] = compress(plan.payload)
+        recipe = plan.recipe(name, 1, len(blobs[name]))
+        assert sum(1 for ref, _ in recipe.refs if ref.rpartition("\x1f")[2].startswith("u")) == 1
+        rebuilt = _rebuild(recipe, blobs)
+        assert rebuilt is not None and to_wire(rebuilt) == to_wire(changed)
+        state = changed
+    child_state = _next_state(state, ("append", ["child"]))
+    plan = plan_state(state, recipe, child_state, every)
+    blobs["child"] = compress(plan.payload)
+    child = plan.recipe("child", 1, len(blobs["child"]))
+    assert not any(ref.rpartition("\x1f")[2].startswith("u") for ref, _ in child.refs)
+    rebuilt = _rebuild(child, blobs)
+    assert rebuilt is not None and to_wire(rebuilt) == to_wire(child_state)
+
+
+def test_a_recipe_written_before_sizes_existed_reads_with_sizes_of_zero() -> None:
+    recipe = Recipe.from_json([[["a\x1fd1", 0], ["b\x1fd2", 2]], [1, 0], [4, 6]])
+    assert recipe.sizes == (0, 0)
+    assert Recipe.from_json(recipe.to_json()) == recipe
+
+
+def test_a_long_chat_recipe_holds_few_blobs() -> None:
+    # 1,000 turns with the defaults: pages of the top level hold about 256 KB each, so a recipe names
+    # a handful of blobs, where pages of 25 turns named more than 40.
+    _, recipe, _ = _chain(1000, 5, top_bytes=256 * 1024 // 50)
+    assert recipe is not None and len(recipe.refs) <= 24
 
 
 @given(st.binary(max_size=300), st.text(alphabet="abcdef0123456789", max_size=20), st.binary(max_size=300))
@@ -178,3 +238,53 @@ def test_unpacking_bytes_that_are_no_record_raises_corrupt_data(data: bytes) -> 
         assert (record, tag, blob) == (data, None, None)
     else:  # a well-formed packing, whatever it holds
         assert pack_record(record, tag or "", blob or b"") == data
+
+
+_wire_parts = st.one_of(
+    st.fixed_dictionaries({"text": st.text(max_size=20)}),
+    st.fixed_dictionaries(
+        {"text": st.text(max_size=5)},
+        optional={"metadata": st.dictionaries(st.text(max_size=3), st.integers(), max_size=2)},
+    ),
+    st.fixed_dictionaries({"media": st.fixed_dictionaries({"url": st.text(max_size=10)})}),
+    st.just({"text": 3}),
+)
+_wire_messages = st.fixed_dictionaries(
+    {
+        "role": st.sampled_from(["user", "model", "tool", "system", "narrator"]),
+        "content": st.lists(_wire_parts, max_size=3),
+    },
+    optional={"metadata": st.dictionaries(st.text(max_size=3), st.text(max_size=3), max_size=2)},
+)
+
+
+@settings(deadline=None)
+@given(st.lists(_wire_messages, max_size=6))
+def test_stored_messages_are_exactly_what_the_wire_decoder_makes(wire: list[Any]) -> None:
+    from genkit_sessions.dynamodb._codec import stored_messages
+    from genkit_sessions.model.wire import messages_from_wire
+
+    try:
+        expected = messages_from_wire(wire)
+    except Exception as exc:  # the same error, whichever path
+        with pytest.raises(type(exc)):
+            stored_messages(wire, True)
+        return
+    made = stored_messages(wire, True)
+    assert made == expected
+    assert [to_wire(m) for m in made] == [to_wire(m) for m in expected]
+    assert hash(made) == hash(expected)
+
+
+@given(st.lists(st.sampled_from(["a", "\\ud800", "\\uDC01", "\\u00e9", "\\\\ud800", "é", "\\n"]), max_size=8))
+def test_text_said_plain_holds_no_lone_surrogate(pieces: list[str]) -> None:
+    import json
+    import zlib
+
+    from genkit_sessions.dynamodb._codec import decompress_text
+
+    document = '["' + "".join(pieces) + '"]'
+    value, plain = decompress_text(b"\x01" + zlib.compress(document.encode("utf-8")))
+    assert value == json.loads(document)
+    if plain:
+        assert not any(0xD800 <= ord(c) <= 0xDFFF for c in value[0])

@@ -148,6 +148,26 @@ class _Update(Operation):
         return self.worker.save_snapshot("p", complete)
 
 
+def _pending_with_progress(store: DynamoDBSessionStore) -> None:
+    """A pending snapshot whose progress was saved once: its state has an update blob to replace."""
+    _pending(store)
+    rng = random.Random(11)
+    progress = state_of("s", ["hello", "working", noise(rng, 3_000)])  # parts, with chunk_bytes=1000
+    saved = store.save_snapshot("p", lambda current: attrs.evolve(current, state=progress) if current else None)
+    assert saved is not None
+
+
+class _Progress(Operation):
+    """A detached turn saving more progress: its update blob (in parts) replaced by a larger one."""
+
+    def run(self) -> object:
+        rng = random.Random(12)
+        progress = state_of("s", ["hello", "working", noise(rng, 3_000), noise(rng, 2_000)])
+        return self.worker.save_snapshot(
+            "p", lambda current: attrs.evolve(current, state=progress) if current else None
+        )
+
+
 class _Abort(Operation):
     def run(self) -> object:
         return self.worker.abort_snapshot("p")
@@ -193,6 +213,10 @@ PATHS = [
     Path("staged-write", _no_setup, _StagedWrite, ("big",)),
     Path("turn-end", _chat, _TurnEnd, ("a", "b", "c"), dynamic=("turn",)),
     Path("update", _pending, _Update, ("a", "p")),
+    # The pending snapshot's progress replaces its update blob: parts deleted in the write that adds new ones,
+    # or (packed in its item) overwritten.
+    Path("update-replaces-parts", _pending_with_progress, _Progress, ("a", "p"), options={"chunk_bytes": 1000}),
+    Path("update-after-progress", _pending_with_progress, _Update, ("a", "p")),
     Path("abort", _pending, _Abort, ("a", "p")),
     # head_ids=2: the session has a member page, so the restore writes one and deletes the old one.
     Path("restore", _chat, _Restore, ("a", "b", "c"), options={"head_ids": 2}),
