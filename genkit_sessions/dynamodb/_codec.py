@@ -255,7 +255,7 @@ def _same_message(a: Message, b: Message) -> bool:
     return a is b or strict_equal(to_wire(a), to_wire(b))
 
 
-def _appended(old: tuple[Message, ...], new: tuple[Message, ...]) -> tuple[Message, ...] | None:
+def _appended(old: Sequence[Message], new: Sequence[Message]) -> Sequence[Message] | None:
     """The messages ``new`` adds after ``old``, or None when ``old`` is not a prefix of ``new``."""
     if len(new) < len(old):
         return None

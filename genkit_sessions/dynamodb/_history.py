@@ -30,7 +30,7 @@ from genkit_sessions.dynamodb._engine import Engine
 from genkit_sessions.dynamodb._items import Head
 from genkit_sessions.dynamodb._reads import Found, decode_item, payload_of, read_head, ref_keys
 from genkit_sessions.errors import GenkitError
-from genkit_sessions.model.types import Message
+from genkit_sessions.model.types import Message, Messages
 from genkit_sessions.model.wire import messages_from_wire
 from genkit_sessions.stores.history_rules import message_bytes, window_of
 from genkit_sessions.stores.protocol import HistoryPlan, HistoryWindow
@@ -47,7 +47,7 @@ class _Handle:
     snapshot_id: str
     recipe: Recipe
     item: dict[str, Any] = attrs.field(eq=False)
-    cached: tuple[Message, ...] | None = attrs.field(default=None, eq=False)
+    cached: Messages | tuple[Message, ...] | None = attrs.field(default=None, eq=False)
 
 
 def _counts(recipe: Recipe) -> tuple[int, ...]:

@@ -142,6 +142,10 @@ class InMemorySessionStore:
         return self._indexed
 
     def _tenant(self, context: Context) -> _Tenant:
+        if context is None and self._tenant_of is default_tenant:  # no context: the default tenant
+            tenant = self._tenants.get("")
+            if tenant is not None:
+                return tenant
         key = tenant_key(self._tenant_of, context)
         tenant = self._tenants.get(key)
         if tenant is None:
