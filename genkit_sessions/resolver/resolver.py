@@ -186,12 +186,5 @@ def _resolution(
     if not decision.ok:
         return Resolution(rule=decision.rule, error=decision.error)
     assert decision.session_id is not None
-    session = Session(
-        decision.session_id,
-        decision.state,
-        decision.snapshot,
-        store=store,
-        async_store=async_store,
-        context=opts.context,
-    )
+    session = Session._checked(decision.session_id, decision.state, decision.snapshot, store, async_store, opts.context)
     return Resolution(rule=decision.rule, session=session, snapshot=decision.snapshot, source=decision.source)

@@ -181,7 +181,8 @@ def _decide(server_managed: bool, has_store: bool, init: AgentInit, opts: Sessio
         _check_id(init.session_id, "sessionId", Reason.INVALID_SESSION_ID)
 
     if init.snapshot_id is not None:
-        snapshot = yield from _read(ReadSnapshot(init.snapshot_id))
+        request = ReadSnapshot(init.snapshot_id)
+        snapshot = _answer(request, (yield request))
         # R7: the snapshot must exist (in this tenant).
         if snapshot is None:
             raise GenkitError(
@@ -216,7 +217,8 @@ def _decide(server_managed: bool, has_store: bool, init: AgentInit, opts: Sessio
         )
 
     if init.session_id is not None:
-        leaf = yield from _read(ReadLeaf(init.session_id))
+        leaf_request = ReadLeaf(init.session_id)
+        leaf = _answer(leaf_request, (yield leaf_request))
         # R11: an unknown session starts fresh under the caller's id.
         if leaf is None:
             return _success("R11", ResolutionSource.FRESH, init.session_id, None, None, opts)
@@ -242,9 +244,9 @@ def _decide(server_managed: bool, has_store: bool, init: AgentInit, opts: Sessio
     return _success("R14", ResolutionSource.FRESH, mint_id(), None, None, opts)
 
 
-def _read(request: ReadSnapshot | ReadLeaf) -> Generator[ReadSnapshot | ReadLeaf, ReadResult, SessionSnapshot | None]:
-    """One store read, with R15 (store failures) and R16 (bad data) applied to its answer."""
-    result = yield request
+def _answer(request: ReadSnapshot | ReadLeaf, result: ReadResult) -> SessionSnapshot | None:
+    """What one store read answered, with R15 (store failures) and R16 (bad data) applied to it. (The
+    rules yield each request themselves and judge the answer here: one generator frame fewer a read.)"""
     if result.error is not None:
         error = result.error
         # R16: the store could not decode what it holds.
@@ -296,7 +298,8 @@ def _walk_back(
                 f"the parent chain of session {leaf.session_id!r} loops back to snapshot {parent_id!r}",
                 {"chain": [*chain, parent_id]},
             )
-        parent = yield from _read(ReadSnapshot(parent_id))
+        request = ReadSnapshot(parent_id)
+        parent = _answer(request, (yield request))
         if parent is None or parent.session_id != leaf.session_id:
             _fail(
                 "R16",

@@ -34,6 +34,7 @@ from genkit_sessions.stores.protocol import AsyncSessionStore, Context, SessionS
 __all__ = ["Session"]
 
 _TEMPLATE = SessionSnapshot(snapshot_id="template")
+_EMPTY_STATE = SessionState()
 
 
 class Session:
@@ -75,6 +76,30 @@ class Session:
         self._store = store
         self._async_store = async_store
         self._context = context
+
+    @classmethod
+    def _checked(
+        cls,
+        session_id: str,
+        state: SessionState | None,
+        origin: SessionSnapshot | None,
+        store: SessionStore | None,
+        async_store: AsyncSessionStore | None,
+        context: Context,
+    ) -> Session:
+        """A session from what the resolution rules decided (a validated id, a state and an origin the
+        store returned and the rules judged): the same object as the constructor makes, without checking
+        the parts again."""
+        session = cls.__new__(cls)
+        session.id = session_id
+        base = state if state is not None else _EMPTY_STATE
+        session._state = base if base.session_id == session_id else replace_checked(base, session_id=session_id)
+        session.origin = origin
+        session._snapshot_id = None
+        session._store = store
+        session._async_store = async_store
+        session._context = context
+        return session
 
     @property
     def snapshot_id(self) -> str:
