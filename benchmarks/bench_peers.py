@@ -273,6 +273,7 @@ class OpenAIAgents:
         base = "/dev/shm" if os.path.isdir("/dev/shm") else None
         self.path = os.path.join(base or "/tmp", f"bench-peers-{os.getpid()}.db")
         self.open: dict[str, Any] = {}
+        self.pending: list[tuple[str, list[dict[str, str]]]] = []
 
     def _session(self, session_id: str) -> Any:
         found = self.open.get(session_id)
@@ -283,11 +284,26 @@ class OpenAIAgents:
         return found
 
     async def afill(self, session_id: str, messages: list[tuple[str, str]]) -> None:
+        items = [{"role": "user" if r == "user" else "assistant", "content": t} for r, t in messages]
+        self.pending.append((session_id, items))
+
+    def flush(self) -> None:
+        """Write the filled sessions as ``add_items`` writes them (the same rows, through the same schema,
+        made by ``SQLiteSession`` itself), in one transaction: opening a session per fill would take minutes."""
+        import sqlite3
+
         from agents import SQLiteSession
 
-        session = SQLiteSession(session_id, self.path)
-        await session.add_items([{"role": "user" if r == "user" else "assistant", "content": t} for r, t in messages])
-        session.close()
+        SQLiteSession("schema", self.path).close()  # creates the tables and indexes
+        with sqlite3.connect(self.path) as conn:
+            conn.executemany(
+                "INSERT OR IGNORE INTO agent_sessions (session_id) VALUES (?)", [(s,) for s, _ in self.pending]
+            )
+            conn.executemany(
+                "INSERT INTO agent_messages (session_id, message_data) VALUES (?, ?)",
+                [(s, json.dumps(item)) for s, items in self.pending for item in items],
+            )
+        self.pending.clear()
 
     def prepare(self, user: str, model: str) -> Any:
         return [{"role": "user", "content": user}, {"role": "assistant", "content": model}]
@@ -348,6 +364,8 @@ class Worker:
         lengths = dict.fromkeys(self.timed, length)
         for session_id in self.all:
             self.call("fill", session_id, history(session_id, lengths.get(session_id, 6)))
+        if hasattr(self.store, "flush"):
+            self.store.flush()
         limit = getattr(self.store, "max_timed", None)
         if limit is not None:  # a store that holds a connection per open session: time a warm subset
             self.timed = self.timed[:limit]
@@ -605,7 +623,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--reps", type=int, default=2_000, help="timed calls per batch (at most)")
     parser.add_argument("--seconds", type=float, default=1.0, help="time budget per batch")
-    parser.add_argument("--genkit-max", type=int, default=10_000, help="skip genkit above this many sessions")
+    parser.add_argument("--genkit-max", type=int, default=100_000, help="skip genkit above this many sessions")
     parser.add_argument("--chat-turns", type=int, default=2_000)
     parser.add_argument("--quick", action="store_true", help="3 rounds of at most 500 calls")
     args = parser.parse_args(argv)

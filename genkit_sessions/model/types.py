@@ -786,7 +786,7 @@ class SessionSnapshot:
         return status
 
 
-@attrs.frozen
+@attrs.frozen(init=False)
 class AgentInit:
     """What a client sends to start a turn: a session id, a snapshot id, or its own state."""
 
@@ -795,3 +795,21 @@ class AgentInit:
     state: SessionState | None = attrs.field(
         default=None, validator=_instance(SessionState, "a SessionState", optional=True)
     )
+
+    def __init__(
+        self, session_id: str | None = None, snapshot_id: str | None = None, state: SessionState | None = None
+    ) -> None:
+        # Made once a turn: the common case (ids that are strings or None) is checked inline; anything
+        # else goes through the fields' own validators, which say what is wrong.
+        if not (
+            (session_id is None or type(session_id) is str)
+            and (snapshot_id is None or type(snapshot_id) is str)
+            and (state is None or type(state) is SessionState)
+        ):
+            fields = attrs.fields(AgentInit)
+            _optional_string(self, fields.session_id, session_id)
+            _optional_string(self, fields.snapshot_id, snapshot_id)
+            _instance(SessionState, "a SessionState", optional=True)(self, fields.state, state)
+        object.__setattr__(self, "session_id", session_id)
+        object.__setattr__(self, "snapshot_id", snapshot_id)
+        object.__setattr__(self, "state", state)
