@@ -341,8 +341,10 @@ def _success(
 
 
 def _status(snapshot: SessionSnapshot, opts: SessionStoreOptions) -> SnapshotStatus:
-    status = snapshot.effective_status
-    if status is not SnapshotStatus.PENDING:  # only a pending snapshot can have expired: no clock read
+    status = snapshot.status
+    if status is None or status is SnapshotStatus.COMPLETED:  # absent reads as completed; no clock read
+        return SnapshotStatus.COMPLETED
+    if status is not SnapshotStatus.PENDING:  # only a pending snapshot can have expired
         return status
     return snapshot.status_at(opts.clock(), opts.heartbeat_timeout)
 
