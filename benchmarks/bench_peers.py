@@ -510,8 +510,8 @@ def run(args: argparse.Namespace) -> int:
             continue
         remotes[peer] = Remote(peer, pythons[peer])
         print(f"  {peer}: {pythons[peer]}")
-    configs = [(int(s), 6) for s in args.sizes.split(",")] + [
-        (args.long_sessions, int(h)) for h in args.lengths.split(",")
+    configs = [(int(n), 6) for n in args.sizes.split(",") if n] + [
+        (args.long_sessions, int(h)) for h in args.lengths.split(",") if h
     ]
     rows: list[tuple[str, str, dict[str, list[float]]]] = []
     try:
