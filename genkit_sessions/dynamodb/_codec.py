@@ -374,7 +374,7 @@ def _same_message(a: Message, b: Message) -> bool:
     return a is b or strict_equal(to_wire(a), to_wire(b))
 
 
-def _appended(old: tuple[Message, ...], new: tuple[Message, ...]) -> tuple[Message, ...] | None:
+def _appended(old: Sequence[Message], new: Sequence[Message]) -> Sequence[Message] | None:
     """The messages ``new`` adds after ``old``, or None when ``old`` is not a prefix of ``new``."""
     if len(new) < len(old):
         return None
@@ -452,7 +452,7 @@ def plan_state(
         return _full(messages, rest, has, 0)
     folded = previous_recipe.ends_in_update
     base = previous_recipe.prefix(len(previous_recipe.refs) - 1) if folded else previous_recipe
-    previous_messages = previous.message_list
+    previous_messages: Sequence[Message] = previous.message_list
     if folded:
         cut = base.ends[-1] if base.refs else 0
         if cut > len(previous_messages):
@@ -474,7 +474,7 @@ def plan_state(
     return Plan({"a": [to_wire(m) for m in since], "r": rest, "h": has}, level, keep, len(messages))
 
 
-def _full(messages: tuple[Message, ...], rest: Any, has: bool, level: int) -> Plan:
+def _full(messages: Sequence[Message], rest: Any, has: bool, level: int) -> Plan:
     return Plan({"m": [to_wire(m) for m in messages], "r": rest, "h": has}, level, Recipe(), len(messages))
 
 

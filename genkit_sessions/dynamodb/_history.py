@@ -38,7 +38,7 @@ from genkit_sessions.dynamodb._reads import (
     ref_keys,
 )
 from genkit_sessions.errors import GenkitError, Status
-from genkit_sessions.model.types import Message
+from genkit_sessions.model.types import Message, Messages
 from genkit_sessions.model.wire import messages_from_wire
 from genkit_sessions.stores.history_rules import message_bytes, window_of
 from genkit_sessions.stores.protocol import HistoryPlan, HistoryWindow
@@ -55,7 +55,7 @@ class _Handle:
     snapshot_id: str
     recipe: Recipe
     item: dict[str, Any] = attrs.field(eq=False)
-    cached: tuple[Message, ...] | None = attrs.field(default=None, eq=False)
+    cached: Messages | tuple[Message, ...] | None = attrs.field(default=None, eq=False)
 
 
 def _counts(recipe: Recipe) -> tuple[int, ...]:

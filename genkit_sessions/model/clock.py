@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
@@ -60,18 +61,34 @@ def parse_timestamp(text: str) -> datetime:
 class MonotonicStamper:
     """Hands out wire timestamps that strictly increase, even within one microsecond.
 
-    Stores use it so that "most recently created" is never a tie within one store.
+    Stores use it so that "most recently created" is never a tie within one store. With the default
+    clock it reads ``time.time_ns()`` and formats only the microseconds anew while the second stays
+    the same (the text is exactly what :func:`format_timestamp` writes).
     """
 
     def __init__(self, clock: Clock = utc_now) -> None:
         self._clock = clock
         self._last: datetime | None = None
+        self._last_us = 0
+        self._second = -1
+        self._prefix = ""
         self._lock = threading.Lock()
 
     def __call__(self) -> str:
+        if self._clock is not utc_now:
+            with self._lock:
+                moment = self._clock()
+                if self._last is not None and moment <= self._last:
+                    moment = self._last + timedelta(microseconds=1)
+                self._last = moment
+                return format_timestamp(moment)
         with self._lock:
-            moment = self._clock()
-            if self._last is not None and moment <= self._last:
-                moment = self._last + timedelta(microseconds=1)
-            self._last = moment
-            return format_timestamp(moment)
+            micros = time.time_ns() // 1000
+            if micros <= self._last_us:
+                micros = self._last_us + 1
+            self._last_us = micros
+            second, fraction = divmod(micros, 1_000_000)
+            if second != self._second:
+                self._second = second
+                self._prefix = format_timestamp(datetime.fromtimestamp(second, timezone.utc))[:-8]
+            return f"{self._prefix}.{fraction:06d}Z"

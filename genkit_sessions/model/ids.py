@@ -31,6 +31,16 @@ def mint_id() -> str:
 
 def id_problem(value: object) -> str | None:
     """What is wrong with ``value`` as an id, or None when it is valid."""
+    # The common case first: printable ASCII (no control characters, no surrogates, one byte a
+    # character), not empty and not only spaces. Everything else takes the full checks below.
+    if (
+        type(value) is str
+        and value.isascii()
+        and value.isprintable()
+        and 0 < len(value) <= MAX_ID_BYTES
+        and (value[0] != " " or value.strip())
+    ):
+        return None
     if not isinstance(value, str):
         return f"must be a string, got {type(value).__name__}"
     if not value.strip():

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import enum
 import functools
-from collections.abc import Callable, Iterable, Mapping
+import itertools
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, TypeVar, Union, get_args
+from typing import Any, TypeVar, Union, get_args, overload
 
 import attrs
 
@@ -31,6 +33,7 @@ __all__ = [
     "Media",
     "MediaPart",
     "Message",
+    "Messages",
     "Part",
     "ReasoningPart",
     "Resource",
@@ -182,15 +185,32 @@ def replace_checked(instance: _Model, **changes: Any) -> _Model:
     changes the caller has already checked (a store's own stamps, ids it validated), on an object that
     was checked when it was made. Every frozen model object can only be made checked, so a copy is too."""
     cls: Any = type(instance)
-    copy: _Model = object.__new__(cls)
-    for name in _field_names(cls):
-        object.__setattr__(copy, name, changes[name] if name in changes else getattr(instance, name))
+    copy: _Model = _copier(cls)(instance, changes)
     return copy
 
 
 @functools.lru_cache(maxsize=64)
-def _field_names(cls: Any) -> tuple[str, ...]:
-    return tuple(field.name for field in attrs.fields(cls))
+def _copier(cls: Any) -> Callable[[Any, dict[str, Any]], Any]:
+    """A function copying an instance of the attrs class ``cls`` field by field, with changes: straight-line
+    code writing each slot through its descriptor (what ``object.__setattr__`` does, without the lookup)."""
+    names = [field.name for field in attrs.fields(cls)]
+    setters: dict[str, Any] = {"new": object.__new__, "cls": cls}
+    lines = ["def copy(instance, changes):", "    made = new(cls)"]
+    for index, name in enumerate(names):
+        slot: Any = next((k.__dict__[name] for k in cls.__mro__ if name in k.__dict__), None)
+        setters[f"set{index}"] = slot.__set__ if hasattr(slot, "__set__") else _object_setter(name)
+        lines.append(f"    set{index}(made, changes[{name!r}] if {name!r} in changes else instance.{name})")
+    lines.append("    return made")
+    exec("\n".join(lines), setters)  # the names are the class's own field names
+    made: Callable[[Any, dict[str, Any]], Any] = setters["copy"]
+    return made
+
+
+def _object_setter(name: str) -> Callable[[Any, Any], None]:
+    def set_field(target: Any, value: Any) -> None:
+        object.__setattr__(target, name, value)
+
+    return set_field
 
 
 @functools.lru_cache(maxsize=4096)
@@ -492,6 +512,176 @@ class Message:
         return "".join(p.text for p in self.content if isinstance(p, TextPart))
 
 
+class Messages(Sequence[Message]):
+    """An immutable sequence of messages that a child snapshot shares with its parent.
+
+    It reads like a tuple (``len``, indexing, slicing, iteration, ``==`` with tuples and other
+    ``Messages``, ``hash``), and ``messages + more`` returns a new ``Messages``. When ``messages``
+    ends where its backing list ends (the usual case: a chat's newest turn extends its leaf), the
+    new sequence shares that list and only the added messages are stored, so a chain of n
+    snapshots costs O(n) memory, not O(n^2) pointers. Otherwise (a fork: a second child of one
+    snapshot, or a turn from an older one) the new sequence copies the prefix once and grows its
+    own list. Nothing can change the messages a ``Messages`` holds: the backing list only ever
+    grows past every view's end, under a lock. Every item is checked to be a :class:`Message`.
+    """
+
+    __slots__ = ("_items", "_length")
+
+    _items: list[Message]
+    _length: int
+
+    def __init__(self, messages: Iterable[Message] = ()) -> None:
+        if isinstance(messages, (str, bytes, bytearray, Mapping, Message)) or not isinstance(messages, Iterable):
+            raise _invalid(
+                "Messages",
+                f"takes an iterable of Message, got {_kind(messages)}",
+                "wrap a single message in a list: Messages([message])",
+            )
+        items = list(messages)
+        _check_messages(items, 0, "Messages")
+        self._items = items
+        self._length = len(items)
+
+    @classmethod
+    def _of(cls, items: list[Message], length: int) -> Messages:
+        """A view of the first ``length`` items of ``items`` (checked by the caller)."""
+        view: Messages = object.__new__(cls)
+        view._items = items
+        view._length = length
+        return view
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Message, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> Message | tuple[Message, ...]:
+        """One message, or a slice as a tuple (as a tuple's slice is)."""
+        length = self._length
+        if isinstance(index, slice):
+            start, stop, step = index.indices(length)
+            if step > 0:
+                return tuple(self._items[start:stop:step])
+            items = self._items
+            return tuple(items[i] for i in range(start, stop, step))  # a negative stop is no index here
+        try:
+            position = index.__index__()
+        except AttributeError:
+            raise TypeError(f"Messages indices must be integers or slices, not {type(index).__name__}") from None
+        if position < 0:
+            position += length
+        if not 0 <= position < length:
+            raise IndexError("Messages index out of range")
+        return self._items[position]
+
+    def __iter__(self) -> Iterator[Message]:
+        items, length = self._items, self._length
+        return iter(items) if len(items) == length else itertools.islice(items, length)
+
+    def __reversed__(self) -> Iterator[Message]:
+        items = self._items
+        return (items[i] for i in range(self._length - 1, -1, -1))
+
+    def __contains__(self, value: object) -> bool:
+        return any(item is value or item == value for item in self)
+
+    def __add__(self, other: object) -> Messages:
+        if isinstance(other, Messages):
+            more: list[Message] = list(other)
+        elif isinstance(other, tuple):
+            more = list(other)
+            _check_messages(more, self._length, "Messages")
+        else:
+            return NotImplemented
+        return self._extended(more)
+
+    def __radd__(self, other: object) -> Messages:
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Messages((*other, *self))
+
+    def _extended(self, more: list[Message]) -> Messages:
+        """This sequence followed by ``more`` (checked), sharing the backing list when this view ends where
+        it ends."""
+        if not more:
+            return self
+        length = self._length
+        if length:
+            items = self._items
+            with _GROWING:
+                if len(items) == length:
+                    items.extend(more)
+                    return Messages._of(items, length + len(more))
+            copied = items[:length]
+        else:
+            copied = []
+        copied.extend(more)
+        return Messages._of(copied, len(copied))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Messages):
+            if other._length != self._length:
+                return False
+            if other._items is self._items:
+                return True
+        elif isinstance(other, tuple):
+            if len(other) != self._length:
+                return False
+        else:
+            return NotImplemented
+        return all(a is b or a == b for a, b in zip(self, other, strict=True))
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"Messages({list(self)!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Messages, (tuple(self),))
+
+    def __copy__(self) -> Messages:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Messages:
+        return self  # immutable, and so are the messages it holds
+
+
+_GROWING = threading.Lock()
+"""Held while a :class:`Messages` checks that it ends where its backing list ends and extends it."""
+
+
+def _check_messages(items: Sequence[Any], offset: int, where: str) -> None:
+    for index, item in enumerate(items):
+        if not isinstance(item, Message):
+            raise _invalid(
+                f"{where}[{offset + index}]",
+                f"must be a Message, got {_kind(item)}",
+                "pass a sequence of Message objects (from_wire decodes JSON into them)",
+            )
+
+
+def _messages(value: Iterable[Message] | None) -> Messages | None:
+    """``SessionState.messages``: any sequence of messages, held as :class:`Messages` (kept as it is when it
+    already is one)."""
+    if value is None or type(value) is Messages:
+        return value
+    items = _tuple(value)
+    _check_messages(items, 0, "SessionState.messages")
+    return Messages._of(list(items), len(items))
+
+
+EMPTY_MESSAGES = Messages()
+
+
 @attrs.frozen
 class Artifact:
     """A named output of the session, such as a generated file."""
@@ -512,9 +702,7 @@ class SessionState:
     """
 
     session_id: str | None = attrs.field(default=None, validator=_optional_string)
-    messages: tuple[Message, ...] | None = attrs.field(
-        default=None, converter=_optional_tuple, validator=_members(lambda: (Message,), "a Message")
-    )
+    messages: Messages | None = attrs.field(default=None, converter=_messages)
     custom: JsonValue = _json("custom")
     artifacts: tuple[Artifact, ...] | None = attrs.field(
         default=None, converter=_optional_tuple, validator=_members(lambda: (Artifact,), "an Artifact")
@@ -522,9 +710,10 @@ class SessionState:
     extra: FrozenDict = _extra()
 
     @property
-    def message_list(self) -> tuple[Message, ...]:
-        """The messages, or an empty tuple when there are none."""
-        return self.messages or ()
+    def message_list(self) -> Messages:
+        """The messages, or an empty :class:`Messages` when there are none."""
+        messages = self.messages
+        return EMPTY_MESSAGES if messages is None else messages
 
     @property
     def artifact_list(self) -> tuple[Artifact, ...]:
@@ -597,7 +786,7 @@ class SessionSnapshot:
         return status
 
 
-@attrs.frozen
+@attrs.frozen(init=False)
 class AgentInit:
     """What a client sends to start a turn: a session id, a snapshot id, or its own state."""
 
@@ -606,3 +795,21 @@ class AgentInit:
     state: SessionState | None = attrs.field(
         default=None, validator=_instance(SessionState, "a SessionState", optional=True)
     )
+
+    def __init__(
+        self, session_id: str | None = None, snapshot_id: str | None = None, state: SessionState | None = None
+    ) -> None:
+        # Made once a turn: the common case (ids that are strings or None) is checked inline; anything
+        # else goes through the fields' own validators, which say what is wrong.
+        if not (
+            (session_id is None or type(session_id) is str)
+            and (snapshot_id is None or type(snapshot_id) is str)
+            and (state is None or type(state) is SessionState)
+        ):
+            fields = attrs.fields(AgentInit)
+            _optional_string(self, fields.session_id, session_id)
+            _optional_string(self, fields.snapshot_id, snapshot_id)
+            _instance(SessionState, "a SessionState", optional=True)(self, fields.state, state)
+        object.__setattr__(self, "session_id", session_id)
+        object.__setattr__(self, "snapshot_id", snapshot_id)
+        object.__setattr__(self, "state", state)

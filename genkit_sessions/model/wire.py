@@ -38,6 +38,7 @@ from genkit_sessions.model.types import (
     FinishReason,
     MediaPart,
     Message,
+    Messages,
     Part,
     ReasoningPart,
     ResourcePart,
@@ -123,6 +124,15 @@ for _enum in (Role, SnapshotStatus, FinishReason):
     converter.register_unstructure_hook(_enum, lambda member: member.value)
 
 
+def _structure_messages(data: Any, _: Any) -> Messages:
+    return Messages(converter.structure(data, tuple[Message, ...]))
+
+
+# A message history is a JSON array; in the model, a :class:`Messages` (a tuple-like shared sequence).
+converter.register_structure_hook(Messages, _structure_messages)
+converter.register_unstructure_hook(Messages, lambda messages: [converter.unstructure(m, Message) for m in messages])
+
+
 # --- classes with an ``extra`` field keep unknown keys --------------------------------------
 
 _REQUIRED_KEYS: dict[type, tuple[str, ...]] = {SessionSnapshot: ("snapshotId", "createdAt")}
@@ -138,7 +148,7 @@ def _has_extra(cls: Any) -> bool:
 
 def _is_array(field_type: Any) -> bool:
     """True for ``tuple[X, ...]`` and ``tuple[X, ...] | None``: fields whose JSON is an array."""
-    if get_origin(field_type) is tuple:
+    if get_origin(field_type) is tuple or field_type is Messages:
         return True
     return get_origin(field_type) in (Union, UnionType) and any(_is_array(arg) for arg in get_args(field_type))
 

@@ -108,7 +108,9 @@ def _arguments(store: Any, server_managed: Any, opts: Any, method: str, sync: bo
             "SessionStoreOptions(context=..., resume_policy=...)",
             reason=Reason.INVALID_INPUT,
         )
-    if store is not None:
+    if store is not None and (
+        _STORE_KINDS.get(type(store)) is not sync or ("get_snapshot" in getattr(store, "__dict__", ()))
+    ):
         get = getattr(store, "get_snapshot", None)
         if not callable(get) or not callable(getattr(store, "save_snapshot", None)):
             raise GenkitError(
@@ -127,7 +129,15 @@ def _arguments(store: Any, server_managed: Any, opts: Any, method: str, sync: bo
                 Status.INVALID_ARGUMENT,
                 "aresolve() was given a blocking store; pass its async face (`store.aio`) or call resolve()",
             )
-    return opts or SessionStoreOptions()
+        if "get_snapshot" not in getattr(store, "__dict__", ()):
+            _STORE_KINDS[type(store)] = sync
+    return opts if opts is not None else _DEFAULT_OPTIONS
+
+
+_DEFAULT_OPTIONS = SessionStoreOptions()
+_STORE_KINDS: dict[type, bool] = {}
+"""Store classes already checked, and whether their methods block (True) or are coroutines (False).
+A store whose instance carries its own ``get_snapshot`` is checked every time."""
 
 
 def _init(init: AgentInit | None) -> AgentInit | None:
@@ -164,8 +174,11 @@ class SessionResolver:
                 return _resolution(done.value, store, None, opts)
             assert store is not None
             try:
-                snapshot = _perform(store, request, opts)
-                answer = ReadResult(snapshot=snapshot)
+                if type(request) is ReadLeaf:
+                    snapshot = store.get_snapshot(session_id=request.session_id, context=opts.context)
+                else:
+                    snapshot = _perform(store, request, opts)
+                answer = ReadResult(snapshot)
             except Exception as exc:  # R15/R16 judge it
                 answer = ReadResult(error=exc)
 
@@ -215,13 +228,6 @@ def _resolution(
         assert decision.error is not None
         return ResolutionFailure(rule=decision.rule, error=decision.error)
     assert decision.session_id is not None
-    session = Session(
-        decision.session_id,
-        decision.state,
-        decision.snapshot,
-        store=store,
-        async_store=async_store,
-        context=opts.context,
-    )
+    session = Session._checked(decision.session_id, decision.state, decision.snapshot, store, async_store, opts.context)
     assert decision.source is not None
     return ResolvedSession(rule=decision.rule, session=session, snapshot=decision.snapshot, source=decision.source)

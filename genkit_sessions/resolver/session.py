@@ -23,13 +23,18 @@ from genkit_sessions.model.types import (
     ErrorInfo,
     FinishReason,
     Message,
+    Messages,
     SessionSnapshot,
     SessionState,
     SnapshotStatus,
+    replace_checked,
 )
 from genkit_sessions.stores.protocol import AsyncSessionStore, Context, SessionStore
 
 __all__ = ["Session"]
+
+_TEMPLATE = SessionSnapshot(snapshot_id="template")
+_EMPTY_STATE = SessionState()
 
 
 class Session:
@@ -72,6 +77,30 @@ class Session:
         self._async_store = async_store
         self._context = context
 
+    @classmethod
+    def _checked(
+        cls,
+        session_id: str,
+        state: SessionState | None,
+        origin: SessionSnapshot | None,
+        store: SessionStore | None,
+        async_store: AsyncSessionStore | None,
+        context: Context,
+    ) -> Session:
+        """A session from what the resolution rules decided (a validated id, a state and an origin the
+        store returned and the rules judged): the same object as the constructor makes, without checking
+        the parts again."""
+        session = cls.__new__(cls)
+        session.id = session_id
+        base = state if state is not None else _EMPTY_STATE
+        session._state = base if base.session_id == session_id else replace_checked(base, session_id=session_id)
+        session.origin = origin
+        session._snapshot_id = None
+        session._store = store
+        session._async_store = async_store
+        session._context = context
+        return session
+
     @property
     def snapshot_id(self) -> str:
         """The id the turn's snapshot is saved under: reserved on first use, the same until a terminal save."""
@@ -90,8 +119,8 @@ class Session:
         return self._state
 
     @property
-    def messages(self) -> tuple[Message, ...]:
-        """The conversation so far."""
+    def messages(self) -> Messages:
+        """The conversation so far (an immutable sequence)."""
         return self._state.message_list
 
     @property
@@ -103,7 +132,9 @@ class Session:
         """Append messages to the conversation (each a :class:`Message`; INVALID_ARGUMENT otherwise,
         and nothing is added)."""
         _check_items(messages, Message, "add_messages", "Message.of_text('user', 'hi')")
-        self._state = attrs.evolve(self._state, messages=self._state.message_list + messages)
+        # Checked above: the new state is assembled without checking every message again, and its
+        # messages share the origin's (``Messages + tuple``), so a turn stores only what it added.
+        self._state = replace_checked(self._state, messages=self._state.message_list + messages)
 
     def add_artifacts(self, *artifacts: Artifact) -> None:
         """Append artifacts; one with the name of an existing artifact replaces it."""
@@ -145,15 +176,21 @@ class Session:
                 "pass ErrorInfo(status='INTERNAL', message='what went wrong') or the GenkitError you caught",
                 reason=Reason.INVALID_INPUT,
             )
-        snapshot = SessionSnapshot(
-            snapshot_id=self.snapshot_id,
-            session_id=self.id,
-            parent_id=self.origin.snapshot_id if self.origin is not None else None,
-            status=status,
-            finish_reason=finish_reason,
-            error=error,
-            state=self._state,
-        )
+        fields: dict[str, Any] = {
+            "snapshot_id": self.snapshot_id,
+            "session_id": self.id,
+            "parent_id": self.origin.snapshot_id if self.origin is not None else None,
+            "status": status,
+            "finish_reason": finish_reason,
+            "error": error,
+            "state": self._state,
+        }
+        if finish_reason is None or isinstance(finish_reason, FinishReason):
+            # Every field is checked already (a minted id, the session's validated id, a stored parent, a
+            # state built by checked steps, a status member): assemble it without checking again.
+            snapshot = replace_checked(_TEMPLATE, **fields)
+        else:
+            snapshot = SessionSnapshot(**fields)  # converts and checks the finish reason
 
         def write(existing: SessionSnapshot | None) -> SessionSnapshot:
             if existing is None:

@@ -34,7 +34,16 @@ from genkit_sessions.errors import GenkitError, Reason, Status
 from genkit_sessions.model.clock import Clock, utc_now
 from genkit_sessions.model.frozen_json import FrozenDict, thaw
 from genkit_sessions.model.ids import mint_id, validate_id
-from genkit_sessions.model.types import Message, Role, SessionSnapshot, SessionState, SnapshotStatus, replace_checked
+from genkit_sessions.model.types import (
+    EMPTY_MESSAGES,
+    Message,
+    Messages,
+    Role,
+    SessionSnapshot,
+    SessionState,
+    SnapshotStatus,
+    replace_checked,
+)
 from genkit_sessions.service.compaction import (
     Compaction,
     CompactionStrategy,
@@ -251,7 +260,7 @@ class _Rules:
                 fresh = [m for m in fresh if _event_id(m) not in seen]
                 if not fresh:
                     return AppendResult(True, version, leaf)
-            snapshot = _child(session_id, leaf, [*_active(leaf), *fresh])
+            snapshot = _child(session_id, leaf, _active(leaf) + tuple(fresh))  # shares the leaf's
             try:
                 saved, after = yield from self._write(snapshot, version, context)
             except GenkitError as error:
@@ -323,7 +332,7 @@ class _Rules:
         if leaf is None:
             return ()
         if active_only:
-            return _active(leaf)
+            return tuple(_active(leaf))
         before = yield from self.history_before(leaf, context)
         return (*before, *_active(leaf))
 
@@ -563,9 +572,9 @@ class _Rules:
 # --- helpers ------------------------------------------------------------------------------
 
 
-def _active(snapshot: SessionSnapshot | None) -> tuple[Message, ...]:
+def _active(snapshot: SessionSnapshot | None) -> Messages:
     if snapshot is None or snapshot.state is None or snapshot.state.messages is None:
-        return ()
+        return EMPTY_MESSAGES
     return snapshot.state.messages
 
 
@@ -584,12 +593,12 @@ def _child(
     checked already (stored snapshots, checked messages, validated ids), so it is assembled without
     checking again; the store checks the write as it does any other."""
     base = state if state is not None else (parent.state if parent is not None else None)
-    as_tuple = tuple(messages)
+    held = messages if isinstance(messages, Messages) else Messages(messages)
     if base is None:
-        new_state = SessionState(session_id=session_id, messages=as_tuple)
+        new_state = SessionState(session_id=session_id, messages=held)
     else:
         in_state = base.session_id if base.session_id is None or base.session_id == session_id else session_id
-        new_state = replace_checked(base, messages=as_tuple, session_id=in_state)
+        new_state = replace_checked(base, messages=held, session_id=in_state)
     return replace_checked(
         _TEMPLATE,
         snapshot_id=mint_id(),

@@ -23,7 +23,7 @@ import attrs
 from genkit_sessions.errors import GenkitError, Reason, Status
 from genkit_sessions.model.clock import Clock, MonotonicStamper, format_timestamp, utc_now
 from genkit_sessions.model.frozen_json import FrozenDict
-from genkit_sessions.model.ids import validate_id
+from genkit_sessions.model.ids import id_problem, validate_id
 from genkit_sessions.model.types import Message, SessionSnapshot, SnapshotStatus
 from genkit_sessions.stores import session_rules as rules
 from genkit_sessions.stores.history_rules import check_bounds, window_of
@@ -142,6 +142,10 @@ class InMemorySessionStore:
         return self._indexed
 
     def _tenant(self, context: Context) -> _Tenant:
+        if context is None and self._tenant_of is default_tenant:  # no context: the default tenant
+            tenant = self._tenants.get("")
+            if tenant is not None:
+                return tenant
         key = tenant_key(self._tenant_of, context)
         tenant = self._tenants.get(key)
         if tenant is None:
@@ -185,7 +189,8 @@ class InMemorySessionStore:
         self, *, snapshot_id: str | None = None, session_id: str | None = None, context: Context = None
     ) -> SessionSnapshot | None:
         """A snapshot by id, or a session's leaf (the most recently created snapshot without children)."""
-        require_one_selector(snapshot_id, session_id)
+        if snapshot_id is not None or session_id is None or id_problem(session_id) is not None:
+            require_one_selector(snapshot_id, session_id)  # checks the snapshot id, or says what is wrong
         with self._lock:
             tenant = self._tenant(context)
             if snapshot_id is not None:
@@ -194,8 +199,8 @@ class InMemorySessionStore:
                     return None
                 return found
             leaf = tenant.leaves.get(session_id)  # type: ignore[arg-type]
-            session = self._live(tenant, session_id)
-            if session is None:
+            session = tenant.sessions.get(session_id)  # type: ignore[arg-type]
+            if session is None or (session.expires_at is not None and self._live(tenant, session_id) is None):
                 return None
             if leaf is not None:
                 return leaf

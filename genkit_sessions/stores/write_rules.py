@@ -162,7 +162,7 @@ def next_snapshot(
     validate_id(snapshot_id, "snapshot_id", Reason.INVALID_SNAPSHOT_ID)
     check_mutator(mutator)
     result: Any = mutator(existing)
-    if inspect.isawaitable(result):
+    if type(result) is not SessionSnapshot and inspect.isawaitable(result):
         if inspect.iscoroutine(result):
             result.close()
         raise GenkitError(

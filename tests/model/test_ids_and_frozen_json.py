@@ -96,3 +96,22 @@ def test_freeze_copies_so_the_original_can_change_without_effect() -> None:
 @pytest.mark.parametrize("value", ["\ud800", "a\udfffb", "\ud800" * 300])
 def test_a_lone_surrogate_makes_an_id_invalid(value: str) -> None:
     assert "lone surrogate" in (id_problem(value) or "")
+
+
+def _id_rules(value: str) -> bool:
+    """The id rules of SPEC section 4, written out plainly: the reference the fast check must agree with."""
+    return (
+        bool(value.strip())
+        and not any(0xD800 <= ord(c) <= 0xDFFF for c in value)
+        and len(value.encode("utf-8", "surrogatepass")) <= MAX_ID_BYTES
+        and not any(ord(c) <= 0x1F or 0x7F <= ord(c) <= 0x9F for c in value)
+    )
+
+
+@given(
+    st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x7F), max_size=600)
+    | st.text(max_size=40)
+    | st.sampled_from(["", " ", "  a", "a" * 512, "a" * 513, " " * 3, "\t", "é" * 257, "\x7f", "ok id"])
+)
+def test_the_fast_ascii_check_agrees_with_the_full_id_rules(value: str) -> None:
+    assert (id_problem(value) is None) == _id_rules(value)

@@ -13,6 +13,7 @@ from genkit_sessions import (
     FrozenDict,
     GenkitError,
     Message,
+    Messages,
     SessionSnapshot,
     SessionState,
     SnapshotStatus,
@@ -283,10 +284,16 @@ def test_s9_reads_cannot_change_what_is_stored(store: Any) -> None:
     with pytest.raises(TypeError):
         read.state.custom["todo"] = ["unpack"]
     assert isinstance(read.state.custom, FrozenDict)
-    assert isinstance(read.state.messages, tuple) and isinstance(read.state.custom["todo"], tuple)
+    assert isinstance(read.state.messages, Messages) and isinstance(read.state.custom["todo"], tuple)
+    with pytest.raises(TypeError):
+        read.state.messages[0] = Message.of_text("user", "x")  # type: ignore[index]
+    assert not hasattr(read.state.messages, "append")
     changed = attrs.evolve(read, state=attrs.evolve(read.state, messages=(Message.of_text("user", "x"),)))
     assert changed != read
+    longer = read.state.messages + (Message.of_text("model", "shared"),)  # noqa: RUF005 (shares the backing list)
+    assert len(longer) == 2 and len(read.state.messages) == 1
     assert store.get_snapshot(snapshot_id="a").state.messages[0].content == (TextPart("hello"),)
+    assert len(store.get_snapshot(snapshot_id="a").state.messages) == 1
 
 
 def test_s9_values_given_to_the_store_are_frozen_copies(store: Any) -> None:
