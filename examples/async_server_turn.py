@@ -8,6 +8,7 @@ model times out being saved as failed, and the next turn refusing to resume from
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 from genkit_sessions import (
     AgentInit,
@@ -22,7 +23,7 @@ from genkit_sessions import (
 )
 
 
-async def model(messages: tuple[Message, ...]) -> str:
+async def model(messages: Sequence[Message]) -> str:
     """Stands in for a model call: answers with how many messages it was shown."""
     await asyncio.sleep(0)
     return f"I have seen {len(messages)} message(s)"
