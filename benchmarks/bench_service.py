@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import gc
-import itertools
 import json
 import math
 import os
@@ -53,8 +52,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_dynamodb import Prose as _Prose
-from bench_dynamodb import written_bytes
+from bench_dynamodb import Prose, write_cost
 
 from genkit_sessions import InMemorySessionStore, Message, SessionService
 from genkit_sessions.dynamodb import DynamoDBSessionStore, create_table
@@ -68,25 +66,6 @@ WRITES = ("PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWrit
 
 def log(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
-
-
-class Prose(_Prose):
-    """``bench_dynamodb``'s pseudo-English, drawn with cumulative weights computed once (the same text
-    distribution, fast enough for the 100,000 distinct messages this program needs)."""
-
-    def __init__(self, seed: int) -> None:
-        super().__init__(seed)
-        self.cumulative = list(itertools.accumulate(self.weights))
-
-    def text(self, size: int) -> str:
-        out: list[str] = []
-        length = 0
-        while length < size:
-            sentence = self.rng.choices(self.words, cum_weights=self.cumulative, k=self.rng.randint(6, 18))
-            line = " ".join(sentence).capitalize() + self.rng.choice((". ", ". ", ", ", "? ", "! "))
-            out.append(line)
-            length += len(line)
-        return "".join(out)[:size]
 
 
 @dataclass
@@ -340,7 +319,7 @@ class Ledger:
             return
         name = model.name
         self.cost.calls[name] += 1
-        self.cost.bytes_written += written_bytes(name, params)
+        self.cost.bytes_written += write_cost(name, params)[0]
         if name in WRITES:
             touched = _written_keys(name, params)
             context["bench"] = [(key, put, tx, self._size(key)) for key, put, tx in touched]
