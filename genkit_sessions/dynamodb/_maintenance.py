@@ -48,7 +48,7 @@ from genkit_sessions.dynamodb._items import (
 from genkit_sessions.dynamodb._reads import decode_item, members
 from genkit_sessions.errors import GenkitError, Status
 from genkit_sessions.model.types import SessionSnapshot
-from genkit_sessions.stores.write_rules import leaf_of, restorable
+from genkit_sessions.stores.write_rules import leaf_of, restorable, restore_order
 
 __all__ = ["delete_session", "index_keys", "restore", "sweep_staged"]
 
@@ -243,15 +243,25 @@ def _head_actions(
     rows = yield from query_partition(engine.table, keys.session_pk(tenant, session_id))
     read = Head.of(next((r for r in rows if r["sk"]["S"] == keys.HEAD_SK), None))
     old_pages = [r for r in rows if r["sk"]["S"].startswith(keys.PAGE_PREFIX)]
-    listed = [i for i in (member_ids(rows) if read.alive or read.deleting else []) if i not in moved]
+    was_listed = member_ids(rows) if read.alive or read.deleting else []
+    listed = [i for i in was_listed if i not in moved]
     stored = yield from members(engine, tenant, session_id, listed)
-    union: dict[str, tuple[SessionSnapshot, Recipe, dict[str, Any]]] = {}
+    held: dict[str, tuple[SessionSnapshot, Recipe, dict[str, Any]]] = {}
     for snapshot_id, (item, decoded) in stored.items():
         if isinstance(decoded, GenkitError):
             raise decoded
-        union[snapshot_id] = (decoded[0], decoded[1], item)
-    for snapshot_id, (snapshot, recipe, item) in restored.items():
-        union[snapshot_id] = (attrs.evolve(snapshot, state=None), recipe, item)
+        held[snapshot_id] = (decoded[0], decoded[1], item)
+    # The one leaf rule over the commit order a restore leaves (write_rules.restore_order): the table
+    # keeps which snapshot committed last (the head's leaf), so the others held go in createdAt order.
+    fresh = {i: (attrs.evolve(s, state=None), r, item) for i, (s, r, item) in restored.items()}
+    union = {**held, **fresh}
+    before = set(was_listed)
+    order = restore_order(
+        sorted((union[i][0] for i in was_listed if i in union), key=lambda s: (s.created_at, s.snapshot_id)),
+        (envelope for i, (envelope, _, _) in fresh.items() if i not in before),
+        read.item["leaf"]["S"] if read.alive and read.item is not None and "leaf" in read.item else None,
+    )
+    union = {s.snapshot_id: union[s.snapshot_id] for s in order}
     deletions = [{"Delete": {"TableName": engine.table, "Key": {"pk": r["pk"], "sk": r["sk"]}}} for r in old_pages]
     if not union:
         if read.alive:  # every member moved to other sessions
@@ -259,7 +269,7 @@ def _head_actions(
         return deletions
     ids = list(union)
     head_ids, paged = ids[-engine.settings.head_ids :], ids[: -engine.settings.head_ids]
-    leaf = leaf_of(envelope for envelope, _, _ in union.values())
+    leaf = leaf_of(order)
     expires = None
     if leaf is not None:
         leaf_item = union[leaf.snapshot_id][2]

@@ -3,7 +3,8 @@
 An export is one line per snapshot, each the snapshot's Genkit wire JSON
 (:func:`~genkit_sessions.model.wire.to_wire`, compact, keys in the converter's
 order), sessions one after another, each session's snapshots in creation order
-(``list_snapshots``). Reading one session at a time keeps memory bounded by the
+(``list_snapshots``: the store's commit order, so an import, which restores them in the order
+given, keeps each session's leaf). Reading one session at a time keeps memory bounded by the
 largest session, whatever the export's size.
 
 An import reads such a file, or a directory Genkit's own ``FileSessionStore``
@@ -122,11 +123,18 @@ def _decode(text: str, where: str) -> SessionSnapshot:
 
 
 def read_source(source: Path) -> Iterator[SessionSnapshot]:
-    """The snapshots of a JSON Lines export (blank lines skipped) or of a ``FileSessionStore`` directory
-    (its ``*.json`` files, by name), each decoded and checked as an import needs it (sessionId filled
+    """The snapshots of a JSON Lines export (blank lines skipped, in the file's order: each session's
+    commit order, the leaf last) or of a ``FileSessionStore`` directory (its ``*.json`` files, by
+    createdAt, then name), each decoded and checked as an import needs it (sessionId filled
     from the state when only that names it). INVALID_ARGUMENT names the line or file at fault."""
     if source.is_dir():
-        for path in sorted(source.glob("*.json")):
+        # A FileSessionStore directory keeps no order: createdAt is the only evidence of the order its
+        # snapshots were written in, and a restore commits new snapshots in the order given (S8).
+        stamped = sorted(
+            (_decode(path.read_text(encoding="utf-8"), f"{path}").created_at, path.name, path)
+            for path in source.glob("*.json")
+        )
+        for _, _, path in stamped:
             yield _decode(path.read_text(encoding="utf-8"), f"{path}")
         return
     if not source.exists():
