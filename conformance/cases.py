@@ -42,9 +42,11 @@ CAPABILITY_METHODS: dict[str, str | None] = {
     "sessions": "create_session",
     "history": "read_window",
     "tenancy": None,
+    "processes": None,
 }
 """The one list of optional capabilities: each with the store method that provides it (None: probed, as
-tenancy is by writing under one tenant and reading under another). The runner, the CLI, the case schema
+tenancy is by writing under one tenant and reading under another, and processes by the factory having a
+``share(store)`` that opens the same store in another process). The runner, the CLI, the case schema
 and IMPLEMENTING.md all follow it (a test keeps the last two in step)."""
 CAPABILITIES = tuple(CAPABILITY_METHODS)
 ACTIONS = ("resolve", "steps", "codec")

@@ -97,6 +97,8 @@ def render_summary(report: SuiteReport) -> str:
             [[area, *_counts(results)] for area, results in areas.items()] + [["all", *_counts(report.results)]],
         ),
     ]
+    if any(r.case.area == "concurrency" and r.outcome != "skipped" for r in report.results):
+        lines += ["", f"concurrency cases ran on a backend known to be linearizable: {report.linearizable}"]
     if report.failures:
         lines += ["", "failures:"]
         for result in report.failures:
@@ -131,6 +133,7 @@ def to_json(report: SuiteReport) -> dict[str, Any]:
         "ok": report.ok,
         "capabilities": dict(report.capabilities),
         "claimedNotDetected": list(report.claimed_not_detected),
+        "linearizable": report.linearizable,
         "summary": {outcome: report.count(outcome) for outcome in _OUTCOMES},
         "cases": [
             {
