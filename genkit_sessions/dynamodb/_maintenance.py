@@ -23,7 +23,7 @@ import attrs
 
 from genkit_sessions.dynamodb import _head
 from genkit_sessions.dynamodb import _keys as keys
-from genkit_sessions.dynamodb._calls import Cancelled, Steps, batch_write, get_item, query_partition, write_one
+from genkit_sessions.dynamodb._calls import Cancelled, Steps, batch_get, batch_write, query_partition, write_one
 from genkit_sessions.dynamodb._codec import Recipe, plan_state
 from genkit_sessions.dynamodb._commit import (
     MAX_TRANSACTION_ACTIONS,
@@ -156,8 +156,14 @@ def restore(engine: Engine, tenant: str, snapshots: Iterable[SessionSnapshot]) -
     written, and running it again completes it."""
     checked = [restorable(snapshot) for snapshot in snapshots]
     expires = engine.now_epoch() + int(engine.settings.ttl.total_seconds()) if engine.settings.ttl else None
-    for session_id in dict.fromkeys(session_id for _, session_id in checked):
-        head_item = yield from get_item(engine.table, keys.head_key(tenant, session_id))
+    # What the batch meets, read in BatchGetItems of 100 keys: each session's head, and each snapshot
+    # as stored (its item version, and the session it may move from).
+    sessions = list(dict.fromkeys(session_id for _, session_id in checked))
+    head_keys = [keys.head_key(tenant, session_id) for session_id in sessions]
+    item_keys = [keys.snapshot_key(tenant, snapshot.snapshot_id) for snapshot, _ in checked]
+    stored = yield from batch_get(engine.table, [*head_keys, *item_keys])
+    for session_id, head_key in zip(sessions, head_keys, strict=True):
+        head_item = stored.get((head_key["pk"]["S"], head_key["sk"]["S"]))
         if Head.of(head_item).deleting:
             raise GenkitError(
                 Status.FAILED_PRECONDITION,
@@ -167,8 +173,8 @@ def restore(engine: Engine, tenant: str, snapshots: Iterable[SessionSnapshot]) -
     writes: list[dict[str, Any]] = []
     restored: dict[str, dict[str, tuple[SessionSnapshot, Recipe, dict[str, Any]]]] = {}
     touched: set[str] = set()
-    for snapshot, session_id in checked:
-        previous = yield from get_item(engine.table, keys.snapshot_key(tenant, snapshot.snapshot_id))
+    for (snapshot, session_id), item_key in zip(checked, item_keys, strict=True):
+        previous = stored.get((item_key["pk"]["S"], item_key["sk"]["S"]))
         old_session = _session_of_item(engine, previous, snapshot.snapshot_id)
         if old_session is not None and old_session != session_id:
             touched.add(old_session)

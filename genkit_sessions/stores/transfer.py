@@ -188,9 +188,20 @@ def import_snapshots(
     written = unchanged = 0
     batch: list[SessionSnapshot] = []
 
+    def held(snapshots: list[SessionSnapshot]) -> dict[str, SessionSnapshot | None]:
+        """What the store holds of ``snapshots``: a list of each of their sessions when the store can list
+        (one read per session, not per snapshot), else a read per snapshot."""
+        if isinstance(store, SupportsList):
+            found: dict[str, SessionSnapshot | None] = {}
+            for session_id in dict.fromkeys(s.session_id for s in snapshots):
+                found.update((s.snapshot_id, s) for s in store.list_snapshots(session_id or "", context=context))
+            return found
+        return {s.snapshot_id: store.get_snapshot(snapshot_id=s.snapshot_id, context=context) for s in snapshots}
+
     def flush() -> None:
         nonlocal written, unchanged
-        fresh = [s for s in batch if not _same(store.get_snapshot(snapshot_id=s.snapshot_id, context=context), s)]
+        stored = held(batch)
+        fresh = [s for s in batch if not _same(stored.get(s.snapshot_id), s)]
         if fresh:
             store.restore_snapshots(fresh, context=context)
         written += len(fresh)
