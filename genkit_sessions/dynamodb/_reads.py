@@ -25,7 +25,7 @@ from genkit_sessions.model.frozen_json import FrozenDict
 from genkit_sessions.model.types import Message, SessionSnapshot, SessionState, SnapshotStatus
 from genkit_sessions.model.wire import from_wire, messages_from_wire
 from genkit_sessions.stores.protocol import SessionRecord
-from genkit_sessions.stores.write_rules import restore_order
+from genkit_sessions.stores.write_rules import listing_order
 
 __all__ = [
     "Member",
@@ -255,8 +255,8 @@ def members(engine: Engine, tenant: str, session_id: str, ids: Iterable[str]) ->
 
 
 def list_snapshots(engine: Engine, tenant: str, session_id: str) -> Steps[list[SessionSnapshot]]:
-    """Every snapshot of a session in commit order (createdAt order, the leaf last): a Query of its
-    partition, then BatchGetItems."""
+    """Every snapshot of a session, by createdAt and the leaf last (``write_rules.listing_order``): a
+    Query of its partition, then BatchGetItems."""
     rows = yield from query_partition(engine.table, keys.session_pk(tenant, session_id))
     head = next((r for r in rows if r["sk"]["S"] == keys.HEAD_SK), None)
     if head is not None and not Head.of(head).live(engine.now_ms()):
@@ -273,11 +273,8 @@ def list_snapshots(engine: Engine, tenant: str, session_id: str) -> Steps[list[S
         if not hit:
             state = yield from rebuild(engine, tenant, session_id, snapshot_id, recipe, by_key, memo)
         snapshots.append(attrs.evolve(envelope, state=state))
-    # Commit order as far as the table keeps it (write_rules.restore_order): createdAt order, the head's
-    # leaf (the creation that committed last) last, so an export re-imported elsewhere keeps its leaf.
-    snapshots.sort(key=lambda s: (s.created_at, s.snapshot_id))
     leaf = head["leaf"]["S"] if head is not None and "leaf" in head else None
-    return restore_order(snapshots, (), leaf)
+    return listing_order(snapshots, leaf)
 
 
 def statuses(

@@ -45,6 +45,7 @@ from genkit_sessions.stores.write_rules import (
     default_tenant,
     heartbeat_through,
     leaf_of,
+    listing_order,
     next_snapshot,
     require_one_selector,
     required_tenant,
@@ -269,14 +270,17 @@ class InMemorySessionStore:
     # --- S11 extras ----------------------------------------------------------------------
 
     def list_snapshots(self, session_id: str, *, context: Context = None) -> Sequence[SessionSnapshot]:
-        """Every snapshot of the session, in creation order."""
+        """Every snapshot of the session, oldest first by createdAt and the leaf last, as every store
+        lists them (``write_rules.listing_order``)."""
         validate_id(session_id, "session_id", Reason.INVALID_SESSION_ID)
         with self._lock:
             tenant = self._tenant(context)
             session = self._live(tenant, session_id)
             if session is None:
                 return []
-            return [tenant.snapshots[i] for i in session.ids]
+            leaf = tenant.leaves.get(session_id)
+            members = [tenant.snapshots[i] for i in session.ids]
+        return listing_order(members, leaf.snapshot_id if leaf is not None else None)
 
     def delete_session(self, session_id: str, *, context: Context = None) -> int:
         """Delete the session's record, whole tree and index entries; returns how many snapshots went."""

@@ -107,8 +107,8 @@ class SupportsList(Protocol):
     """Lists a session's tree."""
 
     def list_snapshots(self, session_id: str, *, context: Context = None) -> Sequence[SessionSnapshot]:
-        """Every snapshot of the session, oldest first in the store's commit order, so the leaf is the
-        last one without children (empty when there are none)."""
+        """Every snapshot of the session, oldest first by createdAt, the leaf last (empty when there are
+        none): the same data lists the same in every store (``write_rules.listing_order``)."""
         ...
 
 

@@ -3,7 +3,7 @@
 An export is one line per snapshot, each the snapshot's Genkit wire JSON
 (:func:`~genkit_sessions.model.wire.to_wire`, compact, keys in the converter's
 order), sessions one after another, each session's snapshots in creation order
-(``list_snapshots``: the store's commit order, so an import, which restores them in the order
+(``list_snapshots``: by createdAt, the leaf last, so an import, which restores them in the order
 given, keeps each session's leaf). Reading one session at a time keeps memory bounded by the
 largest session, whatever the export's size.
 
@@ -124,7 +124,7 @@ def _decode(text: str, where: str) -> SessionSnapshot:
 
 def read_source(source: Path) -> Iterator[SessionSnapshot]:
     """The snapshots of a JSON Lines export (blank lines skipped, in the file's order: each session's
-    commit order, the leaf last) or of a ``FileSessionStore`` directory (its ``*.json`` files, by
+    snapshots by createdAt, the leaf last) or of a ``FileSessionStore`` directory (its ``*.json`` files, by
     createdAt, then name), each decoded and checked as an import needs it (sessionId filled
     from the state when only that names it). INVALID_ARGUMENT names the line or file at fault."""
     if source.is_dir():

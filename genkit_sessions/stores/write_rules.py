@@ -29,6 +29,7 @@ __all__ = [
     "heartbeat_mutator",
     "heartbeat_through",
     "leaf_of",
+    "listing_order",
     "next_snapshot",
     "require_one_selector",
     "required_tenant",
@@ -424,3 +425,12 @@ def restore_order(
     for snapshot in restored:
         order[snapshot.snapshot_id] = snapshot
     return list(order.values())
+
+
+def listing_order(snapshots: Iterable[SessionSnapshot], leaf_id: str | None) -> list[SessionSnapshot]:
+    """How every store lists a session (``list_snapshots``, and so an export): oldest first by createdAt
+    (then snapshot id), the leaf last. The same data lists the same in every store, and the last
+    snapshot listed without children is the leaf, so restoring a listing in its order (an import into
+    an empty store) keeps the leaf."""
+    ordered = sorted(snapshots, key=lambda s: (s.created_at, s.snapshot_id))
+    return restore_order(ordered, (), leaf_id)
