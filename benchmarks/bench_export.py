@@ -212,6 +212,8 @@ def main() -> int:
             row = measure(size, args.per_session, ddb.endpoint_url, Path(folder))
             rows.append(row)
             print(f"  import counts: {row['counts']}", file=sys.stderr, flush=True)
+            print(table([row]), file=sys.stderr, flush=True)  # each size as soon as it is measured
+            print(call_table([row]), file=sys.stderr, flush=True)
     print(table(rows))
     print()
     print(call_table(rows))

@@ -46,7 +46,9 @@ __all__ = ["CaseResult", "StoreFactory", "SuiteReport", "run_cases", "run_suite"
 StoreFactory = Callable[[], Any]
 """Returns a fresh, empty store (blocking or async) each time it is called."""
 
-_WATCH_TIMEOUT = 2.0
+_WATCH_TIMEOUT = 10.0
+"""How long a watch may take to yield its next status: a polling store's first one opens a client and
+reads twice, which on a loaded machine can take seconds."""
 _CODEC_TYPES: dict[str, Any] = {
     "SessionSnapshot": SessionSnapshot,
     "SessionState": SessionState,
