@@ -51,7 +51,8 @@ PROFILES = ("reject", "walk-back")
 
 class Capability(str, enum.Enum):
     """The one list of optional capabilities a store may have, each with the store method that provides
-    it (None: probed, as tenancy is, by writing under one tenant and reading under another).
+    it (None: probed, as tenancy is, by writing under one tenant and reading under another, and processes
+    by the factory having a ``share(store)`` that opens the same store in another process).
 
     Everything else follows it: the runner's detection, ``--claim``, the case format's ``requires``, the
     case schema and IMPLEMENTING.md (a test keeps the last two in step). Members equal their names
@@ -79,6 +80,7 @@ class Capability(str, enum.Enum):
     SESSIONS = ("sessions", "create_session")
     HISTORY = ("history", "read_window")
     TENANCY = ("tenancy", None)
+    PROCESSES = ("processes", None)
 
 
 CAPABILITIES: tuple[str, ...] = tuple(c.value for c in Capability)

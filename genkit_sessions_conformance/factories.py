@@ -2,11 +2,18 @@
 
 The DynamoDB factories need the ``moto`` extra (``moto[dynamodb,server]``); no AWS account is used.
 Each call makes a new table, so every case starts from an empty store.
+
+A factory may carry two attributes the concurrency cases read: ``linearizable`` (True when the
+backend under its stores is known to apply every write atomically in one order, as DynamoDB does per
+item; absent means unknown, and the report says so beside a failed concurrency case), and
+``share(store)``, a picklable function that opens the same store in another process (the
+``processes`` capability).
 """
 
 from __future__ import annotations
 
 import atexit
+import functools
 import threading
 import uuid
 from typing import Any
@@ -104,3 +111,24 @@ def dynamodb_moto_async() -> Any:
 def dynamodb_moto_server() -> Any:
     """A DynamoDB store on a new table of a moto server reached over HTTP."""
     return _dynamodb("server")
+
+
+def _open_shared(endpoint_url: str, table: str) -> Any:
+    """In another process: a store on ``table`` of the local DynamoDB at ``endpoint_url``."""
+    import boto3
+
+    from genkit_sessions.dynamodb import DynamoDBSessionStore
+
+    client = boto3.client("dynamodb", region_name="us-east-1", endpoint_url=endpoint_url, **_FAKE_CREDENTIALS)
+    return DynamoDBSessionStore(table, client, watch_interval=0.01, watch_max_interval=0.05)
+
+
+def _share_server_store(store: Any) -> Any:
+    return functools.partial(_open_shared, store.client.meta.endpoint_url, store.table_name)
+
+
+# In memory: one lock orders every write. In-process moto: the client sends one request at a time. The
+# moto server: behind LocalDynamoDB's proxy, which serialises requests and honours ClientRequestToken.
+for _factory in (memory, memory_async, dynamodb_moto, dynamodb_moto_async, dynamodb_moto_server):
+    setattr(_factory, "linearizable", True)  # noqa: B010 - an attribute mypy cannot see on a function
+dynamodb_moto_server.share = _share_server_store  # type: ignore[attr-defined]

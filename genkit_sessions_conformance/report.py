@@ -98,6 +98,8 @@ def render_summary(report: SuiteReport) -> str:
             [[area, *_counts(results)] for area, results in areas.items()] + [["all", *_counts(report.results)]],
         ),
     ]
+    if any(r.case.area == "concurrency" and r.outcome != "skipped" for r in report.results):
+        lines += ["", f"concurrency cases ran on a backend known to be linearizable: {report.linearizable}"]
     if report.failures:
         lines += ["", f"failures (each rule in full: {CONTRACT}):"]
         for result in report.failures:
@@ -135,6 +137,7 @@ def to_json(report: SuiteReport) -> dict[str, Any]:
         "ok": report.ok,
         "capabilities": dict(report.capabilities),
         "claimedNotDetected": list(report.claimed_not_detected),
+        "linearizable": report.linearizable,
         "summary": {outcome: report.count(outcome) for outcome in _OUTCOMES},
         "cases": [
             {

@@ -54,7 +54,9 @@ StoreFactory = Callable[[], Any]
 or async) that yields one and cleans it up on exit (see
 :func:`~genkit_sessions_conformance.store_handle.open_store`)."""
 
-_WATCH_TIMEOUT = 2.0
+_WATCH_TIMEOUT = 10.0
+"""How long a watch may take to yield its next status: a polling store's first one opens a client and
+reads twice, which on a loaded machine can take seconds."""
 _CODEC_TYPES: dict[str, Any] = {
     "SessionSnapshot": SessionSnapshot,
     "SessionState": SessionState,
@@ -88,6 +90,9 @@ class SuiteReport:
     results: tuple[CaseResult, ...]
     seconds: float
     claimed_not_detected: tuple[str, ...] = ()
+    linearizable: str = "unknown"
+    """Whether the backend under the store is known to be linearizable (``yes``, ``no``, ``unknown``): what
+    a failed concurrency case can be blamed on (the factory's ``linearizable`` attribute)."""
 
     def count(self, outcome: str) -> int:
         """How many cases ended with ``outcome``."""
@@ -611,6 +616,11 @@ async def _perform(
         return await _watch(case, handle, step, captures)
     if op == "concurrentSaves":
         return await _concurrent_saves(handle, step)
+    if op == "race":
+        return await _race(case, handle, step)
+    if op == "restore":
+        snapshots = [from_wire(SessionSnapshot, s) for s in step["snapshots"]]
+        return await handle.call("restore_snapshots", snapshots, context=context)
     if op == "record":
         return _record_json(await handle.call("get_session_record", step["sessionId"], context=context))
     if op == "service":
@@ -627,6 +637,36 @@ async def _perform(
             raise _fail(case, "a caller changed what the store holds by modifying what a read returned")
         return again
     raise ValueError(f"unknown op {op!r}")
+
+
+# --- concurrency cases (conformance/concurrency.py) --------------------------------------------------
+
+_RACE_CASE = Case(id="race", area="concurrency", rules=("S3",), description="a racing writer", action="steps")
+
+
+async def perform_step(handle: StoreHandle, step: Mapping[str, Any]) -> Any:
+    """One step's raw result on ``handle``, raising what the store raised (a racing writer's step)."""
+    return await _perform(_RACE_CASE, handle, step, {}, [])
+
+
+async def _race(case: Case, handle: StoreHandle, step: Mapping[str, Any]) -> None:
+    from genkit_sessions_conformance.concurrency import linearizable_label, run_race, seed_groups
+
+    opener = None
+    if step.get("processes"):
+        opener = handle.factory.share(handle.store)
+    problem = await run_race(
+        perform_step,
+        handle,
+        step,
+        seed_groups(case.data.get("given") or {}, context_for),
+        context_for(step.get("tenant")),
+        bool(handle.capabilities.get("records")),
+        opener,
+    )
+    if problem is not None:
+        label = linearizable_label(handle.factory)
+        raise _fail(case, f"{problem} (backend known to be linearizable: {label})")
 
 
 async def _run_step(
@@ -709,7 +749,7 @@ async def _run_case(case: Case, factory: StoreFactory, profile: str, capabilitie
             _run_codec(case)
         else:
             async with open_store(factory) as store:
-                handle = StoreHandle(store)
+                handle = StoreHandle(store, factory=factory, capabilities=capabilities)
                 if case.action == "resolve":
                     await _run_resolve(case, handle, profile, capabilities)
                 else:
@@ -756,7 +796,17 @@ async def run_cases(
         if on_result is not None:
             on_result(index, len(cases), result)
     missing = tuple(sorted(name for name in claims if not detected.get(name)))
-    return SuiteReport(store_name, profile, capabilities, tuple(results), time.perf_counter() - started, missing)
+    from genkit_sessions_conformance.concurrency import linearizable_label
+
+    return SuiteReport(
+        store_name,
+        profile,
+        capabilities,
+        tuple(results),
+        time.perf_counter() - started,
+        missing,
+        linearizable_label(factory),
+    )
 
 
 def run_suite(

@@ -40,9 +40,12 @@ def context_for(tenant: str | None) -> Context:
 class StoreHandle:
     """A store seen through coroutines, whether its methods are blocking or async."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Any, *, factory: Any = None, capabilities: Mapping[str, bool] | None = None) -> None:
         self.store = store
         self.is_async = inspect.iscoroutinefunction(getattr(store, "get_snapshot", None))
+        self.factory = factory
+        """The factory the store came from (its ``linearizable`` and ``share`` attributes, if any)."""
+        self.capabilities: Mapping[str, bool] = capabilities or {}
 
     def has(self, method: str) -> bool:
         """True when the store offers ``method``."""
@@ -123,6 +126,7 @@ async def detect_capabilities(factory: Callable[[], Any]) -> dict[str, bool]:
     async with open_store(factory) as store:
         handle = StoreHandle(store)
         found = {name: handle.has(method) for name, method in METHOD_CAPABILITIES.items()}
+        found["processes"] = callable(getattr(factory, "share", None))
         probe = SessionSnapshot(snapshot_id="conformance-probe", session_id="conformance-probe", created_at="")
         try:
             await handle.call("save_snapshot", "conformance-probe", lambda _: probe, context=context_for("probe-a"))

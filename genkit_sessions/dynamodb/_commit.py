@@ -250,7 +250,7 @@ def _create(
         yield from _commit(engine, tenant, session_id, name, actions, part_items, expires)
     except Cancelled as cancelled:
         lost: Head | None = None
-        if not cancelled.failed(0):  # a newer leaf landed first, or the session is gone: read its head
+        if not cancelled.failed(0):  # the head moved or filled up, or the session is gone: read its head
             lost = yield from read_head(engine, tenant, session_id)
             now_ms = engine.now_ms()
             if expected is not None and lost.visible_version(now_ms) != expected:

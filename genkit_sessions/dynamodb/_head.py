@@ -27,7 +27,7 @@ from typing import Any
 from genkit_sessions.dynamodb import _keys as keys
 from genkit_sessions.dynamodb._codec import Recipe, compress
 from genkit_sessions.dynamodb._engine import Engine
-from genkit_sessions.dynamodb._expressions import Condition, Update, eq, exists, gt, lt, not_exists, render, size_lt
+from genkit_sessions.dynamodb._expressions import Condition, Update, eq, exists, gt, not_exists, render, size_lt
 from genkit_sessions.dynamodb._items import Head, id_list, put_action
 from genkit_sessions.errors import GenkitError, Status
 from genkit_sessions.model.types import SessionSnapshot
@@ -88,14 +88,17 @@ def new_snapshot(
 ) -> tuple[list[dict[str, Any]], Head]:
     """The actions that make a new snapshot its session's leaf, and the head they leave.
 
+    The new snapshot always becomes the leaf: the leaf is the childless snapshot whose creation
+    committed last (S8, :func:`~genkit_sessions.stores.write_rules.leaf_of`), and DynamoDB applies
+    writes to one item one at a time, so the last write to land on the head names it. No writer's
+    clock takes part (``lc`` is kept as the leaf's createdAt, for the record's updatedAt only).
+
     When this store knows the whole head (it resumed from it, or wrote it last), a Put replaces it on
-    its exact version and on it not moving back in time; a full head's ids move to a member page in
-    the same transaction. After a save lost the head race, an UpdateItem adds the id and moves the
-    version instead, on a live head (a child) or no head (a root), with room for the id and an older
-    leaf: adds commute, so concurrent writers only make each other retry when a newer leaf landed
-    first. After three lost races a Put on the exact version decides alone, without the time check,
-    so a writer whose clock runs behind the others' is never starved. A store that does not know the
-    head uses the UpdateItem from the start.
+    its exact version; a full head's ids move to a member page in the same transaction. After a save
+    lost the head race, an UpdateItem adds the id and moves the version instead, on a live head (a
+    child) or no head (a root), with room for the id: adds commute, so concurrent writers do not make
+    each other retry. After three lost races a Put on the exact version decides alone. A store that
+    does not know the head uses the UpdateItem from the start.
     """
     session_id = snapshot.session_id
     assert session_id is not None
@@ -121,7 +124,7 @@ def new_snapshot(
             raise _being_deleted(session_id)
         # A whole Put only where an update cannot do the job: the first head, a head over a tombstone, a
         # head written before versions existed, and a full head whose ids move to a member page. Adding an
-        # id commutes with other writers' adds, so under contention only a newer leaf makes a save retry.
+        # id commutes with other writers' adds, so under contention a save does not retry.
         assert known.ids is not None
         needs_put = (
             not known.alive
@@ -131,19 +134,16 @@ def new_snapshot(
             or head_races_lost >= 3
         )
         if needs_put and (known.alive or snapshot.parent_id is None):
-            return _replace(
-                engine, tenant, snapshot, fields, known, record_condition, lost_head_race=head_races_lost >= 3
-            )
+            return _replace(engine, tenant, snapshot, fields, known, record_condition)
     update = Update()
     for name, value in fields.items():
         update.set(name, value)
     update.set_default("ca", created).add("ids", id_list([snapshot_id])).add("sv", {"N": "1"}).remove("ua")
     room = not_exists("ids") | size_lt("ids", {"N": str(engine.settings.head_ids)})
-    newer = lt("lc", created)
     if snapshot.parent_id is not None:
-        condition = _alive() & exists("sv") & newer & room & record_condition
+        condition = _alive() & exists("sv") & room & record_condition
     else:
-        condition = not_exists("pk") | (not_exists("dead") & exists("sv") & newer & room & record_condition)
+        condition = not_exists("pk") | (not_exists("dead") & exists("sv") & room & record_condition)
         if expected is not None and expected > 0:
             condition = exists("pk") & condition
     action = {"Update": {"TableName": table, "Key": head_key, **render(condition=condition, update=update)}}
@@ -157,7 +157,6 @@ def _replace(
     fields: dict[str, Any],
     known: Head,
     record_condition: Condition,
-    lost_head_race: bool,
 ) -> tuple[list[dict[str, Any]], Head]:
     session_id = snapshot.session_id
     assert session_id is not None and known.ids is not None
@@ -180,12 +179,7 @@ def _replace(
         "ids": id_list(ids),
         "sv": {"N": str(known.session_version + 1)},
     }
-    if known.version is None:
-        condition = not_exists("pk")
-    else:
-        condition = eq("hv", {"S": known.version}) & record_condition
-        if known.alive and not lost_head_race:
-            condition = condition & lt("lc", fields["lc"])
+    condition = not_exists("pk") if known.version is None else eq("hv", {"S": known.version}) & record_condition
     return [put_action(engine.table, head, render(condition=condition)), *actions], Head(fields["hv"]["S"], ids, head)
 
 

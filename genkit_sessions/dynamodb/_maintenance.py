@@ -23,7 +23,7 @@ import attrs
 
 from genkit_sessions.dynamodb import _head
 from genkit_sessions.dynamodb import _keys as keys
-from genkit_sessions.dynamodb._calls import Cancelled, Steps, batch_write, get_item, query_partition, write_one
+from genkit_sessions.dynamodb._calls import Cancelled, Steps, batch_get, batch_write, query_partition, write_one
 from genkit_sessions.dynamodb._codec import Recipe, plan_state
 from genkit_sessions.dynamodb._commit import (
     MAX_TRANSACTION_ACTIONS,
@@ -48,7 +48,7 @@ from genkit_sessions.dynamodb._items import (
 from genkit_sessions.dynamodb._reads import decode_item, members
 from genkit_sessions.errors import GenkitError, Status
 from genkit_sessions.model.types import SessionSnapshot
-from genkit_sessions.stores.write_rules import leaf_of, restorable
+from genkit_sessions.stores.write_rules import leaf_of, restorable, restore_order
 
 __all__ = ["delete_session", "index_keys", "restore", "sweep_staged"]
 
@@ -156,8 +156,14 @@ def restore(engine: Engine, tenant: str, snapshots: Iterable[SessionSnapshot]) -
     written, and running it again completes it."""
     checked = [restorable(snapshot) for snapshot in snapshots]
     expires = engine.now_epoch() + int(engine.settings.ttl.total_seconds()) if engine.settings.ttl else None
-    for session_id in dict.fromkeys(session_id for _, session_id in checked):
-        head_item = yield from get_item(engine.table, keys.head_key(tenant, session_id))
+    # What the batch meets, read in BatchGetItems of 100 keys: each session's head, and each snapshot
+    # as stored (its item version, and the session it may move from).
+    sessions = list(dict.fromkeys(session_id for _, session_id in checked))
+    head_keys = [keys.head_key(tenant, session_id) for session_id in sessions]
+    item_keys = [keys.snapshot_key(tenant, snapshot.snapshot_id) for snapshot, _ in checked]
+    stored = yield from batch_get(engine.table, [*head_keys, *item_keys])
+    for session_id, head_key in zip(sessions, head_keys, strict=True):
+        head_item = stored.get((head_key["pk"]["S"], head_key["sk"]["S"]))
         if Head.of(head_item).deleting:
             raise GenkitError(
                 Status.FAILED_PRECONDITION,
@@ -167,8 +173,8 @@ def restore(engine: Engine, tenant: str, snapshots: Iterable[SessionSnapshot]) -
     writes: list[dict[str, Any]] = []
     restored: dict[str, dict[str, tuple[SessionSnapshot, Recipe, dict[str, Any]]]] = {}
     touched: set[str] = set()
-    for snapshot, session_id in checked:
-        previous = yield from get_item(engine.table, keys.snapshot_key(tenant, snapshot.snapshot_id))
+    for (snapshot, session_id), item_key in zip(checked, item_keys, strict=True):
+        previous = stored.get((item_key["pk"]["S"], item_key["sk"]["S"]))
         old_session = _session_of_item(engine, previous, snapshot.snapshot_id)
         if old_session is not None and old_session != session_id:
             touched.add(old_session)
@@ -243,15 +249,25 @@ def _head_actions(
     rows = yield from query_partition(engine.table, keys.session_pk(tenant, session_id))
     read = Head.of(next((r for r in rows if r["sk"]["S"] == keys.HEAD_SK), None))
     old_pages = [r for r in rows if r["sk"]["S"].startswith(keys.PAGE_PREFIX)]
-    listed = [i for i in (member_ids(rows) if read.alive or read.deleting else []) if i not in moved]
+    was_listed = member_ids(rows) if read.alive or read.deleting else []
+    listed = [i for i in was_listed if i not in moved]
     stored = yield from members(engine, tenant, session_id, listed)
-    union: dict[str, tuple[SessionSnapshot, Recipe, dict[str, Any]]] = {}
+    held: dict[str, tuple[SessionSnapshot, Recipe, dict[str, Any]]] = {}
     for snapshot_id, (item, decoded) in stored.items():
         if isinstance(decoded, GenkitError):
             raise decoded
-        union[snapshot_id] = (decoded[0], decoded[1], item)
-    for snapshot_id, (snapshot, recipe, item) in restored.items():
-        union[snapshot_id] = (attrs.evolve(snapshot, state=None), recipe, item)
+        held[snapshot_id] = (decoded[0], decoded[1], item)
+    # The one leaf rule over the commit order a restore leaves (write_rules.restore_order): the table
+    # keeps which snapshot committed last (the head's leaf), so the others held go in createdAt order.
+    fresh = {i: (attrs.evolve(s, state=None), r, item) for i, (s, r, item) in restored.items()}
+    union = {**held, **fresh}
+    before = set(was_listed)
+    order = restore_order(
+        sorted((union[i][0] for i in was_listed if i in union), key=lambda s: (s.created_at, s.snapshot_id)),
+        (envelope for i, (envelope, _, _) in fresh.items() if i not in before),
+        read.item["leaf"]["S"] if read.alive and read.item is not None and "leaf" in read.item else None,
+    )
+    union = {s.snapshot_id: union[s.snapshot_id] for s in order}
     deletions = [{"Delete": {"TableName": engine.table, "Key": {"pk": r["pk"], "sk": r["sk"]}}} for r in old_pages]
     if not union:
         if read.alive:  # every member moved to other sessions
@@ -259,7 +275,7 @@ def _head_actions(
         return deletions
     ids = list(union)
     head_ids, paged = ids[-engine.settings.head_ids :], ids[: -engine.settings.head_ids]
-    leaf = leaf_of(envelope for envelope, _, _ in union.values())
+    leaf = leaf_of(order)
     expires = None
     if leaf is not None:
         leaf_item = union[leaf.snapshot_id][2]

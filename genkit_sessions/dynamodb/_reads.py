@@ -36,6 +36,7 @@ from genkit_sessions.model.frozen_json import FrozenDict
 from genkit_sessions.model.types import Message, SessionSnapshot, SessionState, SnapshotStatus
 from genkit_sessions.model.wire import from_wire
 from genkit_sessions.stores.protocol import SessionRecord
+from genkit_sessions.stores.write_rules import listing_order
 
 __all__ = [
     "Member",
@@ -319,7 +320,8 @@ def members(engine: Engine, tenant: str, session_id: str, ids: Iterable[str]) ->
 
 
 def list_snapshots(engine: Engine, tenant: str, session_id: str) -> Steps[list[SessionSnapshot]]:
-    """Every snapshot of a session in creation order: a Query of its partition, then BatchGetItems."""
+    """Every snapshot of a session, by createdAt and the leaf last (``write_rules.listing_order``): a
+    Query of its partition, then BatchGetItems."""
     rows = yield from query_partition(engine.table, keys.session_pk(tenant, session_id))
     head = next((r for r in rows if r["sk"]["S"] == keys.HEAD_SK), None)
     if head is not None and not Head.of(head).live(engine.now_ms()):
@@ -336,18 +338,37 @@ def list_snapshots(engine: Engine, tenant: str, session_id: str) -> Steps[list[S
         if not hit:
             state = yield from rebuild(engine, tenant, session_id, snapshot_id, recipe, by_key, memo)
         snapshots.append(attrs.evolve(envelope, state=state))
-    snapshots.sort(key=lambda s: (s.created_at, s.snapshot_id))
-    return snapshots
+    leaf = head["leaf"]["S"] if head is not None and "leaf" in head else None
+    return listing_order(snapshots, leaf)
 
 
-def statuses(engine: Engine, tenant: str, snapshot_id: str) -> Steps[list[SnapshotStatus] | None]:
-    """Every status the snapshot has had, oldest first; None when it does not exist."""
-    item = yield from get_item(engine.table, keys.snapshot_key(tenant, snapshot_id), "pk, st, sh")
-    if item is None:
+def statuses(
+    engine: Engine, tenant: str, snapshot_id: str, session_id: str | None = None
+) -> Steps[tuple[str, list[SnapshotStatus]] | None]:
+    """Every status the snapshot has had, oldest first, with its session's id; None when it does not
+    exist or its session is deleted, being deleted or expired (as every read sees it, S2 and V6).
+
+    Without ``session_id`` (the first poll of a watch): a GetItem of the item's envelope, then of the
+    head. With it (every later poll): one BatchGetItem of the two, projected to what the answer needs.
+    """
+    key = keys.snapshot_key(tenant, snapshot_id)
+    if session_id is None:
+        item = yield from get_item(engine.table, key, "pk, sk, st, sh, rec, u")
+        if item is None:
+            return None
+        session_id = decode_item(engine, item, snapshot_id)[0].session_id or ""
+        head = yield from get_item(engine.table, keys.head_key(tenant, session_id), "pk, hv, dead, xa")
+    else:
+        head_key = keys.head_key(tenant, session_id)
+        found = yield from batch_get(engine.table, [key, head_key], "pk, sk, st, sh, hv, dead, xa")
+        item, head = _at(found, key), _at(found, head_key)
+        if item is None:
+            return None
+    if not Head.of(head).live(engine.now_ms()):
         return None
     names = status_history(item) or (SnapshotStatus.COMPLETED.value,)
     try:
-        return [SnapshotStatus(name) for name in names]
+        return session_id, [SnapshotStatus(name) for name in names]
     except ValueError:
         raise engine.data_loss(snapshot_id, f"unknown status in {list(names)!r}") from None
 

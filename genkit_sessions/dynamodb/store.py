@@ -18,7 +18,7 @@ import functools
 import importlib.util
 import os
 import weakref
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -285,12 +285,31 @@ class DynamoDBSessionStore:
         )
 
     def status_history(self, snapshot_id: str, *, context: Context = None) -> list[SnapshotStatus] | None:
-        """Every status the snapshot has had, oldest first (one strongly consistent GetItem); None when absent."""
+        """Every status the snapshot has had, oldest first; None when it is absent or its session was deleted
+        or expired (two strongly consistent GetItems, of the item's status and of its session's head)."""
         validate_id(snapshot_id, "snapshot_id", Reason.INVALID_SNAPSHOT_ID)
-        found: list[SnapshotStatus] | None = self._run(
+        found: tuple[str, list[SnapshotStatus]] | None = self._run(
             _reads.statuses(self._engine, self._tenant(context), snapshot_id)
         )
-        return found
+        return found[1] if found is not None else None
+
+    def status_poll(self, snapshot_id: str, *, context: Context = None) -> Callable[[], list[SnapshotStatus] | None]:
+        """What a watch polls: :meth:`status_history`, after the first call one BatchGetItem of the item's
+        status and its session's head (the session id read the first time)."""
+        validate_id(snapshot_id, "snapshot_id", Reason.INVALID_SNAPSHOT_ID)
+        tenant = self._tenant(context)
+        session: list[str] = []
+
+        def poll() -> list[SnapshotStatus] | None:
+            found: tuple[str, list[SnapshotStatus]] | None = self._run(
+                _reads.statuses(self._engine, tenant, snapshot_id, session[0] if session else None)
+            )
+            if found is None:
+                return None
+            session[:] = [found[0]]
+            return found[1]
+
+        return poll
 
     def get_session_record(self, session_id: str, *, context: Context = None) -> SessionRecord | None:
         """The session's record (created, updated, version, leaf, expiry, metadata): one GetItem of its head."""
@@ -299,7 +318,9 @@ class DynamoDBSessionStore:
         return found
 
     def watch_status(self, snapshot_id: str, *, context: Context = None) -> AsyncIterator[SnapshotStatus]:
-        """Yield the current status, then every change, ending after a terminal status (on :attr:`aio`)."""
+        """Yield the current status, then every status a write sets (a save, an abort, a restore), ending
+        after a terminal one; the iterator raises NOT_FOUND when the snapshot's session is deleted or
+        expires while watched (on :attr:`aio`)."""
         return self.aio.watch_status(snapshot_id, context=context)
 
     def read_window(
@@ -645,10 +666,10 @@ class AsyncDynamoDBSessionStore:
     async def status_history(self, snapshot_id: str, *, context: Context = None) -> list[SnapshotStatus] | None:
         """See :meth:`DynamoDBSessionStore.status_history`."""
         validate_id(snapshot_id, "snapshot_id", Reason.INVALID_SNAPSHOT_ID)
-        found: list[SnapshotStatus] | None = await self._run(
+        found: tuple[str, list[SnapshotStatus]] | None = await self._run(
             _reads.statuses(self._engine, self._tenant(context), snapshot_id)
         )
-        return found
+        return found[1] if found is not None else None
 
     async def get_session_record(self, session_id: str, *, context: Context = None) -> SessionRecord | None:
         """See :meth:`DynamoDBSessionStore.get_session_record`."""
@@ -659,15 +680,23 @@ class AsyncDynamoDBSessionStore:
         return found
 
     def watch_status(self, snapshot_id: str, *, context: Context = None) -> AsyncIterator[SnapshotStatus]:
-        """See :meth:`DynamoDBSessionStore.watch_status`: polls a status-only projection, backing off."""
+        """See :meth:`DynamoDBSessionStore.watch_status`: polls the item's statuses and its session's head
+        (one BatchGetItem, projected), backing off while nothing changes."""
         validate_id(snapshot_id, "snapshot_id", Reason.INVALID_SNAPSHOT_ID)
         settings = self._engine.settings
-        return watch_by_polling(
-            snapshot_id,
-            functools.partial(self.status_history, snapshot_id, context=context),
-            settings.watch_interval,
-            settings.watch_max_interval,
-        )
+        tenant = self._tenant(context)
+        session: list[str] = []
+
+        async def poll() -> list[SnapshotStatus] | None:
+            found: tuple[str, list[SnapshotStatus]] | None = await self._run(
+                _reads.statuses(self._engine, tenant, snapshot_id, session[0] if session else None)
+            )
+            if found is None:
+                return None
+            session[:] = [found[0]]
+            return found[1]
+
+        return watch_by_polling(snapshot_id, poll, settings.watch_interval, settings.watch_max_interval)
 
     async def restore_snapshots(self, snapshots: Iterable[SessionSnapshot], *, context: Context = None) -> int:
         """See :meth:`DynamoDBSessionStore.restore_snapshots`."""

@@ -45,10 +45,12 @@ from genkit_sessions.stores.write_rules import (
     default_tenant,
     heartbeat_through,
     leaf_of,
+    listing_order,
     next_snapshot,
     require_one_selector,
     required_tenant,
     restorable,
+    restore_order,
     tenant_key,
 )
 
@@ -90,6 +92,8 @@ class _Tenant:
     """(metadata key, value) -> {session id: created_at}, for the indexed keys."""
     expiry: list[tuple[datetime, str]] = attrs.Factory(list)
     """A heap of (expires_at, session id); an entry whose session now expires at another time is stale."""
+    key: str = ""
+    """The tenant key, which keys this tenant's watchers."""
 
     def session(self, session_id: str) -> _Session:
         """The session's index, made (continuing a deleted session's version) when there is none."""
@@ -99,7 +103,8 @@ class _Tenant:
         return session
 
 
-_Watcher = tuple[asyncio.AbstractEventLoop, "asyncio.Queue[SnapshotStatus]"]
+_Watcher = tuple[asyncio.AbstractEventLoop, "asyncio.Queue[SnapshotStatus | None]"]
+"""A watcher's loop and queue: each status the snapshot takes, or None once it is gone (deleted)."""
 
 
 class InMemorySessionStore:
@@ -149,7 +154,7 @@ class InMemorySessionStore:
         key = tenant_key(self._tenant_of, context)
         tenant = self._tenants.get(key)
         if tenant is None:
-            tenant = self._tenants.setdefault(key, _Tenant())
+            tenant = self._tenants.setdefault(key, _Tenant(key=key))
         return tenant
 
     def _live(self, tenant: _Tenant, session_id: str | None, *, writing: bool = False) -> _Session | None:
@@ -172,6 +177,8 @@ class InMemorySessionStore:
         tenant.deleted_versions[session_id] = session.version
         for snapshot_id in session.ids:
             del tenant.snapshots[snapshot_id]
+            if self._watchers:
+                self._notify(tenant, snapshot_id, None)
         for name, value in session.metadata.items():
             self._unindex(tenant, name, value, session_id)
         return len(session.ids)
@@ -255,7 +262,8 @@ class InMemorySessionStore:
                 if tenant.leaves.get(session_id) is existing:
                     tenant.leaves[session_id] = snapshot
             tenant.snapshots[snapshot_id] = snapshot
-            self._notify(context, snapshot, existing)
+            if self._watchers and (existing is None or existing.effective_status is not snapshot.effective_status):
+                self._notify(tenant, snapshot_id, snapshot.effective_status)
             return snapshot
 
     def _advance(self, tenant: _Tenant, session_id: str, session: _Session) -> None:
@@ -267,14 +275,17 @@ class InMemorySessionStore:
     # --- S11 extras ----------------------------------------------------------------------
 
     def list_snapshots(self, session_id: str, *, context: Context = None) -> Sequence[SessionSnapshot]:
-        """Every snapshot of the session, in creation order."""
+        """Every snapshot of the session, oldest first by createdAt and the leaf last, as every store
+        lists them (``write_rules.listing_order``)."""
         validate_id(session_id, "session_id", Reason.INVALID_SESSION_ID)
         with self._lock:
             tenant = self._tenant(context)
             session = self._live(tenant, session_id)
             if session is None:
                 return []
-            return [tenant.snapshots[i] for i in session.ids]
+            leaf = tenant.leaves.get(session_id)
+            members = [tenant.snapshots[i] for i in session.ids]
+        return listing_order(members, leaf.snapshot_id if leaf is not None else None)
 
     def delete_session(self, session_id: str, *, context: Context = None) -> int:
         """Delete the session's record, whole tree and index entries; returns how many snapshots went."""
@@ -291,26 +302,28 @@ class InMemorySessionStore:
         return heartbeat_through(functools.partial(self.save_snapshot, context=context), snapshot_id, self._stamp())
 
     async def watch_status(self, snapshot_id: str, *, context: Context = None) -> AsyncIterator[SnapshotStatus]:
-        """Yield the current status, then every change, ending after a terminal status."""
+        """Yield the current status, then every change any write sets (a save, an abort, a restore), ending
+        after a terminal status. NOT_FOUND when the snapshot is absent (or its session expired) when watching
+        starts, and raised by the iterator when its session is deleted while watched."""
         validate_id(snapshot_id, "snapshot_id", Reason.INVALID_SNAPSHOT_ID)
-        queue: asyncio.Queue[SnapshotStatus] = asyncio.Queue()
+        queue: asyncio.Queue[SnapshotStatus | None] = asyncio.Queue()
         key = (tenant_key(self._tenant_of, context), snapshot_id)
         watcher: _Watcher = (asyncio.get_running_loop(), queue)
         with self._lock:
-            current = self._tenant(context).snapshots.get(snapshot_id)
-            if current is None:
-                raise GenkitError(
-                    Status.NOT_FOUND,
-                    f"snapshot {snapshot_id!r} does not exist; watch a snapshot after it is saved",
-                    reason=Reason.SNAPSHOT_NOT_FOUND,
-                )
+            tenant = self._tenant(context)
+            current = tenant.snapshots.get(snapshot_id)
+            if current is None or self._live(tenant, current.session_id) is None:
+                raise _not_found(snapshot_id, "does not exist; watch a snapshot after it is saved")
             self._watchers.setdefault(key, []).append(watcher)
         try:
-            status = current.effective_status
-            yield status
-            while not status.is_terminal:
-                status = await queue.get()
+            status: SnapshotStatus | None = current.effective_status
+            while True:
+                if status is None:
+                    raise _not_found(snapshot_id, "was deleted (with its session) while being watched")
                 yield status
+                if status.is_terminal:
+                    return
+                status = await queue.get()
         finally:
             with self._lock:
                 watchers = self._watchers.get(key, [])
@@ -319,13 +332,12 @@ class InMemorySessionStore:
                 if not watchers:
                     self._watchers.pop(key, None)
 
-    def _notify(self, context: Context, snapshot: SessionSnapshot, existing: SessionSnapshot | None) -> None:
-        if not self._watchers or (existing is not None and existing.status is snapshot.status):
-            return
-        key = (tenant_key(self._tenant_of, context), snapshot.snapshot_id)
+    def _notify(self, tenant: _Tenant, snapshot_id: str, status: SnapshotStatus | None) -> None:
+        """Hand ``status`` (None: the snapshot is gone) to the snapshot's watchers (caller holds the lock)."""
+        key = (tenant.key, snapshot_id)
         for loop, queue in list(self._watchers.get(key, ())):
             try:
-                loop.call_soon_threadsafe(queue.put_nowait, snapshot.effective_status)
+                loop.call_soon_threadsafe(queue.put_nowait, status)
             except RuntimeError:  # the watcher's event loop is closed: nobody is listening any more
                 self._watchers[key].remove((loop, queue))
         if not self._watchers.get(key, True):
@@ -335,43 +347,60 @@ class InMemorySessionStore:
         """Store snapshots verbatim, as an import or a test fixture would.
 
         No stamping and no rule checks: broken or cyclic parent chains are kept
-        as given (the resolver reports them as DATA_LOSS). Each session's leaf
-        is recomputed as its most recently created snapshot without children.
+        as given (the resolver reports them as DATA_LOSS). Each touched session's
+        leaf is recomputed by the one leaf rule (``leaf_of`` over ``restore_order``):
+        the snapshots it held keep their places, new ones follow in the order
+        given, so restoring what a session holds never moves its leaf.
         All or nothing: one snapshot that names no session refuses the whole batch.
         """
         batch = [restorable(snapshot) for snapshot in snapshots]
         count = 0
         with self._lock:
             tenant = self._tenant(context)
-            touched: set[str] = set()
+            before: dict[str, tuple[list[str], str | None]] = {}
+
+            def touch(session_id: str) -> None:
+                if session_id not in before:
+                    known = tenant.sessions.get(session_id)
+                    leaf = tenant.leaves.get(session_id)
+                    before[session_id] = (list(known.ids) if known else [], leaf.snapshot_id if leaf else None)
+
             for snapshot, session_id in batch:
+                touch(session_id)
                 previous = tenant.snapshots.get(snapshot.snapshot_id)
                 if previous is None or previous.session_id != session_id:
                     if previous is not None:
+                        touch(previous.session_id)  # type: ignore[arg-type]
                         tenant.sessions[previous.session_id].ids.remove(snapshot.snapshot_id)  # type: ignore[index]
-                        touched.add(previous.session_id)  # type: ignore[arg-type]
                     tenant.session(session_id).ids.append(snapshot.snapshot_id)
                 tenant.sessions[session_id].version += 1
                 tenant.snapshots[snapshot.snapshot_id] = snapshot
-                touched.add(session_id)
+                if self._watchers and (previous is None or previous.effective_status is not snapshot.effective_status):
+                    self._notify(tenant, snapshot.snapshot_id, snapshot.effective_status)
                 count += 1
-            for session_id in touched:
-                self._recompute_leaf(tenant, session_id)
+            for session_id, (ids, leaf_id) in before.items():
+                self._recompute_leaf(tenant, session_id, ids, leaf_id)
         return count
 
     @staticmethod
-    def _recompute_leaf(tenant: _Tenant, session_id: str) -> None:
+    def _recompute_leaf(tenant: _Tenant, session_id: str, ids_before: list[str], leaf_id: str | None) -> None:
         session = tenant.sessions[session_id]
-        members = [tenant.snapshots[i] for i in session.ids]
-        leaf = leaf_of(members)
+        members = set(session.ids)
+        held = set(ids_before)
+        order = restore_order(
+            [tenant.snapshots[i] for i in ids_before if i in members],
+            [tenant.snapshots[i] for i in session.ids if i not in held],
+            leaf_id,
+        )
+        leaf = leaf_of(order)
         if leaf is not None:
             tenant.leaves[session_id] = leaf
         else:
             tenant.leaves.pop(session_id, None)
-        session.ids.sort(key=lambda i: (tenant.snapshots[i].created_at, i))
-        if members:
-            session.created_at = min(m.created_at for m in members)
-            session.updated_at = max(m.updated_at or m.created_at for m in members)
+        session.ids = [s.snapshot_id for s in order]
+        if order:
+            session.created_at = min(m.created_at for m in order)
+            session.updated_at = max(m.updated_at or m.created_at for m in order)
 
     def get_session_record(self, session_id: str, *, context: Context = None) -> SessionRecord | None:
         """V3: the session's record; None when there is none, or it was deleted or expired."""
@@ -553,6 +582,10 @@ class InMemorySessionStore:
                 self._drop(tenant, session_id)
                 deleted += 1
         return deleted
+
+
+def _not_found(snapshot_id: str, what: str) -> GenkitError:
+    return GenkitError(Status.NOT_FOUND, f"snapshot {snapshot_id!r} {what}", reason=Reason.SNAPSHOT_NOT_FOUND)
 
 
 class AsyncInMemorySessionStore:

@@ -192,16 +192,17 @@ class OffloadedAsyncStore:
         return found
 
     def watch_status(self, snapshot_id: str, *, context: Context = None) -> AsyncIterator[SnapshotStatus]:
-        """Polls the wrapped store's ``status_history`` on the executor when it has one (the DynamoDB
-        store does), else delegates to its own ``watch_status``."""
-        history = getattr(self.sync, "status_history", None)
-        if history is None:
+        """Polls the wrapped store's ``status_poll`` on the executor when it has one (the DynamoDB store
+        does), else delegates to its own ``watch_status``."""
+        poller = getattr(self.sync, "status_poll", None)
+        if poller is None:
             stream: AsyncIterator[SnapshotStatus] = self.sync.watch_status(snapshot_id, context=context)
             return stream
+        poll = poller(snapshot_id, context=context)
         settings = getattr(getattr(self.sync, "_engine", None), "settings", None)
         return watch_by_polling(
             snapshot_id,
-            functools.partial(self._run, history, snapshot_id, context=context),
+            functools.partial(self._run, poll),
             getattr(settings, "watch_interval", 0.05),
             getattr(settings, "watch_max_interval", 2.0),
         )
@@ -215,7 +216,9 @@ async def watch_by_polling(
 ) -> AsyncIterator[SnapshotStatus]:
     """Yield the current status, then every change ``poll`` reports (the whole history each time), in
     order, ending after a terminal status; back off from ``interval`` to ``max_interval`` while nothing
-    changes. NOT_FOUND when the snapshot is absent at the start or deleted while watched."""
+    changes. NOT_FOUND when the snapshot is absent at the start; the iterator raises NOT_FOUND when it is
+    deleted while watched. A history that no longer extends the one seen (a restore wrote the snapshot
+    anew) yields its last status when that differs from the last one yielded."""
     history = await poll()
     if history is None:
         raise GenkitError(
@@ -225,7 +228,7 @@ async def watch_by_polling(
         )
     status = history[-1]
     yield status
-    seen = len(history)
+    seen = history
     delay = interval
     while not status.is_terminal:
         await asyncio.sleep(delay)
@@ -233,15 +236,19 @@ async def watch_by_polling(
         if history is None:
             raise GenkitError(
                 Status.NOT_FOUND,
-                f"snapshot {snapshot_id!r} was deleted while being watched",
+                f"snapshot {snapshot_id!r} was deleted (with its session) while being watched",
                 reason=Reason.SNAPSHOT_NOT_FOUND,
             )
-        if len(history) > seen:
-            for status in history[seen:]:
-                yield status
-                if status.is_terminal:
-                    return
-            seen = len(history)
-            delay = interval
-        else:
+        if history[: len(seen)] == seen:
+            fresh = history[len(seen) :]
+        else:  # rewritten by a restore: only where it stands now is known
+            fresh = [history[-1]] if history[-1] is not status else []
+        seen = history
+        if not fresh:
             delay = min(delay * 2, max_interval)
+            continue
+        for status in fresh:
+            yield status
+            if status.is_terminal:
+                return
+        delay = interval

@@ -71,7 +71,9 @@ class SessionStore(Protocol):
     ) -> SessionSnapshot | None:
         """A snapshot by id, or a session's leaf by session id: exactly one of the two (S1).
 
-        Absent data, or data of another tenant, reads as None (S2).
+        Absent data, or data of another tenant, reads as None (S2). The leaf (S8) is the snapshot
+        without children whose creation the store committed last: the store's commit order decides,
+        never the createdAt a writer's clock stamped (see ``write_rules.leaf_of``).
         """
         ...
 
@@ -105,7 +107,8 @@ class SupportsList(Protocol):
     """Lists a session's tree."""
 
     def list_snapshots(self, session_id: str, *, context: Context = None) -> Sequence[SessionSnapshot]:
-        """Every snapshot of the session, oldest first (empty when there are none)."""
+        """Every snapshot of the session, oldest first by createdAt, the leaf last (empty when there are
+        none): the same data lists the same in every store (``write_rules.listing_order``)."""
         ...
 
 
@@ -148,9 +151,15 @@ class SupportsWatch(Protocol):
     """Streams status changes."""
 
     def watch_status(self, snapshot_id: str, *, context: Context = None) -> AsyncIterator[SnapshotStatus]:
-        """Yield the snapshot's current status, then each change; end after a terminal one.
+        """Yield the snapshot's current status, then each status a write sets; end after a terminal one.
 
-        NOT_FOUND when the snapshot does not exist when watching starts.
+        Every write counts: a save, an abort, and a restore that rewrites the snapshot (a restore that
+        makes it terminal ends the watch). The iterator raises
+        :class:`~genkit_sessions.errors.GenkitError` NOT_FOUND (reason SNAPSHOT_NOT_FOUND) at its first
+        step when the snapshot does not exist (or its session is deleted or expired) when watching
+        starts, and NOT_FOUND at the step after its session is deleted while watched, so no watch
+        outlives its snapshot. A polling store may miss an intermediate status between two polls, never
+        the terminal one.
         """
         ...
 
@@ -160,7 +169,11 @@ class SupportsRestore(Protocol):
     """Writes snapshots exactly as given: for imports, backups and test fixtures."""
 
     def restore_snapshots(self, snapshots: Iterable[SessionSnapshot], *, context: Context = None) -> int:
-        """Store the snapshots verbatim (no stamping, no rule checks); returns how many."""
+        """Store the snapshots verbatim (no stamping, no rule checks); returns how many.
+
+        Snapshots the session already holds keep their place in its commit order; new ones commit
+        after them in the order given, and the leaf follows (``write_rules.restore_order``).
+        """
         ...
 
 

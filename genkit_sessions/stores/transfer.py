@@ -3,7 +3,8 @@
 An export is one line per snapshot, each the snapshot's Genkit wire JSON
 (:func:`~genkit_sessions.model.wire.to_wire`, compact, keys in the converter's
 order), sessions one after another, each session's snapshots in creation order
-(``list_snapshots``). Reading one session at a time keeps memory bounded by the
+(``list_snapshots``: by createdAt, the leaf last, so an import, which restores them in the order
+given, keeps each session's leaf). Reading one session at a time keeps memory bounded by the
 largest session, whatever the export's size.
 
 An import reads such a file, or a directory Genkit's own ``FileSessionStore``
@@ -122,11 +123,18 @@ def _decode(text: str, where: str) -> SessionSnapshot:
 
 
 def read_source(source: Path) -> Iterator[SessionSnapshot]:
-    """The snapshots of a JSON Lines export (blank lines skipped) or of a ``FileSessionStore`` directory
-    (its ``*.json`` files, by name), each decoded and checked as an import needs it (sessionId filled
+    """The snapshots of a JSON Lines export (blank lines skipped, in the file's order: each session's
+    snapshots by createdAt, the leaf last) or of a ``FileSessionStore`` directory (its ``*.json`` files, by
+    createdAt, then name), each decoded and checked as an import needs it (sessionId filled
     from the state when only that names it). INVALID_ARGUMENT names the line or file at fault."""
     if source.is_dir():
-        for path in sorted(source.glob("*.json")):
+        # A FileSessionStore directory keeps no order: createdAt is the only evidence of the order its
+        # snapshots were written in, and a restore commits new snapshots in the order given (S8).
+        stamped = sorted(
+            (_decode(path.read_text(encoding="utf-8"), f"{path}").created_at, path.name, path)
+            for path in source.glob("*.json")
+        )
+        for _, _, path in stamped:
             yield _decode(path.read_text(encoding="utf-8"), f"{path}")
         return
     if not source.exists():
@@ -180,9 +188,20 @@ def import_snapshots(
     written = unchanged = 0
     batch: list[SessionSnapshot] = []
 
+    def held(snapshots: list[SessionSnapshot]) -> dict[str, SessionSnapshot | None]:
+        """What the store holds of ``snapshots``: a list of each of their sessions when the store can list
+        (one read per session, not per snapshot), else a read per snapshot."""
+        if isinstance(store, SupportsList):
+            found: dict[str, SessionSnapshot | None] = {}
+            for session_id in dict.fromkeys(s.session_id for s in snapshots):
+                found.update((s.snapshot_id, s) for s in store.list_snapshots(session_id or "", context=context))
+            return found
+        return {s.snapshot_id: store.get_snapshot(snapshot_id=s.snapshot_id, context=context) for s in snapshots}
+
     def flush() -> None:
         nonlocal written, unchanged
-        fresh = [s for s in batch if not _same(store.get_snapshot(snapshot_id=s.snapshot_id, context=context), s)]
+        stored = held(batch)
+        fresh = [s for s in batch if not _same(stored.get(s.snapshot_id), s)]
         if fresh:
             store.restore_snapshots(fresh, context=context)
         written += len(fresh)

@@ -29,10 +29,12 @@ __all__ = [
     "heartbeat_mutator",
     "heartbeat_through",
     "leaf_of",
+    "listing_order",
     "next_snapshot",
     "require_one_selector",
     "required_tenant",
     "restorable",
+    "restore_order",
     "tenant_key",
 ]
 
@@ -337,8 +339,9 @@ def restorable(snapshot: SessionSnapshot) -> tuple[SessionSnapshot, str]:
 
     A restore skips stamping and the write rules S5-S7 on purpose (it imports data as it was, broken
     chains included, for the resolver to report), and nothing else: INVALID_ARGUMENT when the item is not
-    a snapshot, when an id (snapshot, session, parent) breaks section 4, or when the snapshot names no
-    session anywhere (SESSION_ID_REQUIRED), so a restored session can always be read, listed and deleted.
+    a snapshot, when it has no createdAt (it was never stored), when an id (snapshot, session, parent)
+    breaks section 4, or when the snapshot names no session anywhere (SESSION_ID_REQUIRED), so a
+    restored session can always be read, listed and deleted.
     """
     if not isinstance(snapshot, SessionSnapshot):
         raise GenkitError(
@@ -374,14 +377,60 @@ def restorable(snapshot: SessionSnapshot) -> tuple[SessionSnapshot, str]:
             reason=Reason.SESSION_ID_REQUIRED,
         )
     validate_id(session_id, "sessionId", Reason.INVALID_SESSION_ID)
+    if not snapshot.created_at:
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"snapshot {snapshot.snapshot_id!r} has no createdAt; a restore stores snapshots as they were "
+            "stored (it stamps nothing): send the createdAt the snapshot was saved with, or save it instead",
+            reason=Reason.INVALID_INPUT,
+        )
     restored = snapshot if snapshot.session_id == session_id else attrs.evolve(snapshot, session_id=session_id)
     return restored, session_id
 
 
 def leaf_of(snapshots: Iterable[SessionSnapshot]) -> SessionSnapshot | None:
-    """S8 over a whole tree: the most recently created snapshot without children (ties: the
-    larger snapshot id). None when every snapshot has a child, which only a cyclic chain allows."""
+    """S8, the one leaf rule: of a session's snapshots given in the store's commit order (the order their
+    creations landed), the last one without children. None when every snapshot has a child, which only
+    a cyclic chain allows.
+
+    The store's commit order decides, never a writer's clock: two writers whose clocks disagree (and so
+    stamp createdAt out of order) still see the leaf move to each snapshot as it is saved. A live save
+    of a new snapshot therefore always makes it the leaf; a change of an existing snapshot never moves
+    the leaf; a restore orders its snapshots with :func:`restore_order`.
+    """
     members = list(snapshots)
     parents = {s.parent_id for s in members if s.parent_id is not None}
-    leaves = [s for s in members if s.snapshot_id not in parents]
-    return max(leaves, key=lambda s: (s.created_at, s.snapshot_id)) if leaves else None
+    for snapshot in reversed(members):
+        if snapshot.snapshot_id not in parents:
+            return snapshot
+    return None
+
+
+def restore_order(
+    stored: Iterable[SessionSnapshot], restored: Iterable[SessionSnapshot], leaf_id: str | None
+) -> list[SessionSnapshot]:
+    """A session's commit order after a restore, for :func:`leaf_of`: the snapshots it held keep their
+    places (a restored copy replaces the stored one where it stood), the current leaf (``leaf_id``) last
+    of them, and the snapshots new to the session follow in the order given. So a restore of snapshots
+    the session already holds never moves its leaf, and an export (which lists each session's leaf
+    last of its childless snapshots) imported into an empty store keeps its leaf.
+
+    ``stored`` is in the store's commit order where the store keeps it (in memory), else in createdAt
+    order (DynamoDB keeps which snapshot committed last, the leaf, not the whole order); the two differ
+    only when a restore moves or re-parents the stored leaf and brings no new childless snapshot.
+    """
+    order: dict[str, SessionSnapshot] = {s.snapshot_id: s for s in stored}
+    if leaf_id is not None and leaf_id in order:
+        order[leaf_id] = order.pop(leaf_id)
+    for snapshot in restored:
+        order[snapshot.snapshot_id] = snapshot
+    return list(order.values())
+
+
+def listing_order(snapshots: Iterable[SessionSnapshot], leaf_id: str | None) -> list[SessionSnapshot]:
+    """How every store lists a session (``list_snapshots``, and so an export): oldest first by createdAt
+    (then snapshot id), the leaf last. The same data lists the same in every store, and the last
+    snapshot listed without children is the leaf, so restoring a listing in its order (an import into
+    an empty store) keeps the leaf."""
+    ordered = sorted(snapshots, key=lambda s: (s.created_at, s.snapshot_id))
+    return restore_order(ordered, (), leaf_id)

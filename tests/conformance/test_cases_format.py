@@ -38,6 +38,8 @@ def test_one_file_per_area() -> None:
         "service": "service",
         "history": "history",
         "memory": "memory",
+        "concurrency": "concurrency",
+        "watch-and-leaf": "watch-and-leaf",
     }
 
 

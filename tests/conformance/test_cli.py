@@ -22,7 +22,7 @@ def test_python_m_conformance_passes_the_memory_store_and_writes_reports(
     status = main(["--json", str(tmp_path / "r.json"), "--junit-xml", str(tmp_path / "r.xml"), "--by-rule"])
     out = capsys.readouterr().out
     assert status == 0
-    assert "| resolver |" in out and "| S12 " in out and out.rstrip().endswith("|")
+    assert "| resolver " in out and "| S12 " in out and out.rstrip().endswith("|")
     data = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     assert data["ok"] is True and data["summary"]["failed"] == 0
     assert len(data["cases"]) == len(conformance.load_cases())
@@ -36,6 +36,8 @@ def test_python_m_conformance_passes_the_memory_store_and_writes_reports(
         "service",
         "history",
         "memory",
+        "concurrency",
+        "watch-and-leaf",
     }
     assert sum(int(s.get("tests", 0)) for s in suites) == len(data["cases"])
 

@@ -14,9 +14,10 @@ def test_in_memory_store_passes_every_case(factory: conformance.StoreFactory, pr
     report = conformance.run_suite(factory, profile=profile)
     assert [r.message for r in report.failures] == []
     assert report.ok
-    assert all(report.capabilities.values()), report.capabilities
+    # Every capability but processes: a store in one process's memory cannot be opened from another.
+    assert {name for name, found in report.capabilities.items() if not found} == {"processes"}
     skipped = {r.message for r in report.results if r.outcome == "skipped"}
-    assert skipped == {f"profile {'walk-back' if profile == 'reject' else 'reject'} only"}
+    assert skipped == {f"profile {'walk-back' if profile == 'reject' else 'reject'} only", "store lacks processes"}
 
 
 def test_store_authors_can_assert_from_one_test() -> None:

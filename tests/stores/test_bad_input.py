@@ -192,6 +192,12 @@ def test_restore_refuses_ids_that_section_4_forbids_and_writes_nothing(store: An
     assert store.get_snapshot(snapshot_id="ok") is None
 
 
+def test_restore_refuses_a_snapshot_that_was_never_stamped_and_writes_nothing(store: Any) -> None:
+    good = SessionSnapshot("ok", session_id="s", created_at="2026-01-01T00:00:00Z")
+    refused(lambda: store.restore_snapshots([good, SessionSnapshot("a", session_id="s")]), "createdAt")
+    assert store.get_snapshot(snapshot_id="ok") is None
+
+
 def test_restore_refuses_items_that_are_not_snapshots(store: Any) -> None:
     refused(lambda: store.restore_snapshots([{"snapshotId": "a"}]), "from_wire(SessionSnapshot, data)")
 

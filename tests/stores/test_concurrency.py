@@ -74,7 +74,7 @@ def test_asyncio_tasks_racing_save_on_one_id_lose_no_update(store: Any) -> None:
     assert len(landed) >= WRITERS
 
 
-def test_racing_children_of_one_parent_all_land_and_the_leaf_is_the_newest(store: Any) -> None:
+def test_racing_children_of_one_parent_all_land_and_the_leaf_follows_the_commits(store: Any) -> None:
     root = SessionSnapshot(snapshot_id="root", session_id="s", state=SessionState(session_id="s"))
     store.save_snapshot("root", lambda _: root)
     children = [f"child-{i}" for i in range(12)]
@@ -93,6 +93,10 @@ def test_racing_children_of_one_parent_all_land_and_the_leaf_is_the_newest(store
         saved = list(pool.map(write, children))
     listed = {s.snapshot_id for s in store.list_snapshots("s")}
     assert listed == {"root", *children}
-    newest = max(saved, key=lambda s: (s.created_at, s.snapshot_id))
-    assert store.get_snapshot(session_id="s").snapshot_id == newest.snapshot_id
+    assert {s.snapshot_id for s in saved} == set(children)
+    leaf = store.get_snapshot(session_id="s")
+    assert leaf.snapshot_id in children  # one whose save succeeded (S8: the one committed last)
+    assert store.get_session_record("s").version == 1 + len(children)
     assert all(store.get_snapshot(snapshot_id=c) is not None for c in children)
+    write("child-after")  # the next save to land moves the leaf to itself, whatever its createdAt
+    assert store.get_snapshot(session_id="s").snapshot_id == "child-after"

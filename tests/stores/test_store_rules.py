@@ -455,7 +455,7 @@ def test_s11_a_watcher_abandoned_with_its_event_loop_never_breaks_a_writer(store
 
 
 def test_s11_restore_refuses_a_batch_with_a_sessionless_snapshot_and_writes_none_of_it(store: Any) -> None:
-    good = snap("a")
+    good = attrs.evolve(snap("a"), created_at="2026-01-01T00:00:00Z")
     sessionless = SessionSnapshot(snapshot_id="b", created_at="2026-01-01T00:00:00Z")
     error = error_of(lambda: store.restore_snapshots([good, sessionless]))
     assert error.status == "INVALID_ARGUMENT" and error.reason == "SESSION_ID_REQUIRED"
