@@ -1,4 +1,4 @@
-"""The history reads (SPEC section 7) measured against the figures of their issue, in one table.
+"""The history reads (contract section 7) measured against the figures of their issue, in one table.
 
 Run it from the bench environment (moto lives in the ``bench`` extra)::
 

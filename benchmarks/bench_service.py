@@ -1,4 +1,4 @@
-"""The session service (SPEC section 6) measured against the figures of its issue, in one table.
+"""The session service (contract section 6) measured against the figures of its issue, in one table.
 
 Run it from the bench environment (langgraph-checkpoint and moto live in the ``bench`` extra)::
 

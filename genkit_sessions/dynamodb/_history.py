@@ -1,4 +1,4 @@
-"""Bounded and streamed reads of a session's messages (SPEC section 7), straight from the stored blobs.
+"""Bounded and streamed reads of a session's messages (contract section 7), straight from the stored blobs.
 
 A snapshot's state is a recipe of immutable blobs (``_codec``): the first holds
 the messages up to its end, each later one the messages appended since the

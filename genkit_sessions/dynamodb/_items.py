@@ -6,7 +6,7 @@ Attribute names (all short, all sent as placeholders in expressions):
   update), ``v`` (item version once updated), ``st`` / ``sh`` (status, status history), ``exp`` (TTL);
 - head (the session record): ``hv`` (random version token, new on every head write), ``leaf``,
   ``lc`` (the leaf's createdAt), ``rc`` (the leaf's recipe, a read hint), ``ids`` (newest member ids),
-  ``sv`` (the session version, SPEC V8), ``ca`` / ``ua`` (created, updated), ``md`` (metadata),
+  ``sv`` (the session version, contract rule V8), ``ca`` / ``ua`` (created, updated), ``md`` (metadata),
   ``dead`` (a deletion tombstone), ``del`` (a deletion in progress), ``cyc`` (a cyclic restore), ``exp``,
   ``xa`` (expiresAt, epoch ms), ``tl`` (ttl, ms), ``sl`` (sliding), ``xi`` (its expiry index sort key);
 - metadata index entry: no attributes beyond its key; expiry index entry: ``sid`` (the session id);

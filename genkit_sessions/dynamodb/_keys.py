@@ -3,7 +3,7 @@
 One table, string partition key ``pk`` and string sort key ``sk``. Ids reach
 DynamoDB only inside these attribute values, never inside an expression. The
 separator is U+001F, a control character that no valid id or tenant can hold
-(SPEC section 4), so no two (tenant, id) pairs ever make the same key.
+(contract section 4), so no two (tenant, id) pairs ever make the same key.
 
 - snapshot item (fetch by id; the blob it wrote packed with its record when
   small): pk ``<tenant>␟n␟<snapshotId>``, sk ``s``

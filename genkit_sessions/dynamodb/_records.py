@@ -1,4 +1,4 @@
-"""Sessions as records (SPEC section 6) on DynamoDB: create, metadata and its index, lookup, expiry.
+"""Sessions as records (contract section 6) on DynamoDB: create, metadata and its index, lookup, expiry.
 
 The record is the session's head item (see ``_head``). Two kinds of index
 entry sit beside it, each in its own partition, so neither lookup scans:

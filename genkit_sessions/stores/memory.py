@@ -444,7 +444,7 @@ class InMemorySessionStore:
         session.record = (key, record)
         return record
 
-    # --- history (SPEC section 7) ----------------------------------------------------------
+    # --- history (contract section 7) ----------------------------------------------------------
 
     def read_window(
         self,
@@ -479,7 +479,7 @@ class InMemorySessionStore:
         end = start + limit
         return messages[start:end], (end if end < len(messages) else None)
 
-    # --- sessions as records (SPEC section 6) ---------------------------------------------
+    # --- sessions as records (contract section 6) ---------------------------------------------
 
     def create_session(
         self,

@@ -1,5 +1,5 @@
 """A history stream on DynamoDB reads one stored part at a time, whatever the size of the page it reads,
-and hands out exactly the messages a full read rebuilds (SPEC H3)."""
+and hands out exactly the messages a full read rebuilds (contract rule H3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A fault at every DynamoDB call of every session-service write (SPEC section 6), one test per point.
+"""A fault at every DynamoDB call of every session-service write (contract section 6), one test per point.
 
 As ``test_fault_sweep`` does for the store's own write paths: each service operation runs once,
 fault-free, to record its calls; then for every call and every kind of fault a test builds the same

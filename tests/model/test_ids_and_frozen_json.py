@@ -99,7 +99,7 @@ def test_a_lone_surrogate_makes_an_id_invalid(value: str) -> None:
 
 
 def _id_rules(value: str) -> bool:
-    """The id rules of SPEC section 4, written out plainly: the reference the fast check must agree with."""
+    """The id rules of contract section 4, written out plainly: the reference the fast check must agree with."""
     return (
         bool(value.strip())
         and not any(0xD800 <= ord(c) <= 0xDFFF for c in value)

@@ -1,4 +1,4 @@
-"""Session records kept in step with the snapshots (SPEC section 6, V3 and V8), on every store."""
+"""Session records kept in step with the snapshots (contract section 6, V3 and V8), on every store."""
 
 from __future__ import annotations
 
