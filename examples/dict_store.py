@@ -24,6 +24,7 @@ from genkit_sessions.stores.write_rules import (
     default_tenant,
     heartbeat_through,
     leaf_of,
+    listing_order,
     next_snapshot,
     require_one_selector,
     restorable,
@@ -83,12 +84,13 @@ class DictSessionStore:
             return new
 
     def list_snapshots(self, session_id: str, *, context: Context = None) -> Sequence[SessionSnapshot]:
-        """S11: the session's snapshots, oldest first (by createdAt, then snapshot id)."""
+        """S11: the session's snapshots, oldest first (by createdAt, then snapshot id), the leaf last."""
         validate_id(session_id, "session_id", Reason.INVALID_SESSION_ID)
         tenant = self._tenant(context)
         with self._lock:
             found = [self._snapshots[(tenant, i)] for i in self._sessions.get((tenant, session_id), [])]
-        return sorted(found, key=lambda s: (s.created_at, s.snapshot_id))
+        leaf = leaf_of(found)  # found is in commit order: the leaf is the last childless snapshot committed
+        return listing_order(found, None if leaf is None else leaf.snapshot_id)
 
     def delete_session(self, session_id: str, *, context: Context = None) -> int:
         """S11: delete every snapshot of the session; how many there were."""

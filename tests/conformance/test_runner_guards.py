@@ -24,7 +24,7 @@ from tests.conformance.broken_stores import OldestLeaf
     [
         (["--case", "no-such-case"], "no case has this id"),
         (["--case", "R12-linear-chai"], "did you mean R12-linear-chain"),
-        (["--area", "bogus"], "no such area; the areas are history, ids"),
+        (["--area", "bogus"], "no such area; the areas are concurrency, history, ids"),
         (["--area", "ids", "--area", "bogus"], "--area bogus: no such area"),
         (["--area", "ids", "--case", "R12-linear-chain"], "no case matches both --area and --case"),
     ],
