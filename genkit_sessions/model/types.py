@@ -579,8 +579,9 @@ class Messages(Sequence[Message]):
         return self._items[position]
 
     def __iter__(self) -> Iterator[Message]:
-        items, length = self._items, self._length
-        return iter(items) if len(items) == length else itertools.islice(items, length)
+        # Always bounded by this view's length: the backing list may grow (another view extending it)
+        # while the iteration runs, and what it adds is not this sequence's.
+        return itertools.islice(self._items, self._length)
 
     def __reversed__(self) -> Iterator[Message]:
         items = self._items

@@ -97,6 +97,16 @@ def test_a_sum_with_a_tuple_on_the_left_is_messages() -> None:
     assert isinstance(joined, Messages) and joined == (_m(0), _m(1))
 
 
+def test_iterating_a_view_never_yields_messages_a_child_added_meanwhile() -> None:
+    parent = Messages([_m(0), _m(1)])
+    seen = []
+    for message in parent:
+        seen.append(message)
+        parent + (_m(len(seen) + 1),)  # a child extends the shared backing list mid-iteration  # noqa: RUF005
+    assert seen == [_m(0), _m(1)]
+    assert list(reversed(parent)) == [_m(1), _m(0)] and len(parent) == 2
+
+
 _BOUND = st.none() | st.integers(min_value=-12, max_value=12)
 
 
