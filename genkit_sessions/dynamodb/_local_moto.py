@@ -21,6 +21,13 @@ failed transaction still changes nothing, at a cost that does not grow with
 the table. A transaction the undo log cannot describe (an unknown table, an
 action without its key) runs moto's own deep copy. Stream records of a failed
 transaction are not taken back (the stock copy would take them back).
+
+Keyed also replaces what makes moto's Query slow on a big table: for every
+Query of a table (not of an index), moto sorts every item of the table and then
+keeps the ones under the asked partition key, so each Query costs the whole
+table's size. Keyed, such a Query starts from the asked partition's own items
+(what DynamoDB reads), and moto's sorting, conditions, limits, paging and
+filters run on them unchanged, so the answers are the same.
 """
 
 from __future__ import annotations
@@ -34,11 +41,12 @@ import sys
 import threading
 from typing import Any
 
-__all__ = ["install_keyed_rollback", "main"]
+__all__ = ["install_keyed_query", "install_keyed_rollback", "main"]
 
 
 class _Guard(threading.local):
     active = False
+    partition: tuple[Any, Any] | None = None  # (table, hash value) of the Query running on this thread
 
 
 _guard = _Guard()
@@ -141,6 +149,37 @@ def install_keyed_rollback() -> None:
     backend_class.transact_write_items = transact_write_items
 
 
+def install_keyed_query() -> None:
+    """Patch moto's DynamoDB tables (in this process) so that a Query of a table reads just the asked
+    partition's items instead of sorting the whole table first (see the module doc)."""
+    from moto.dynamodb.models.table import Table
+
+    table_class: Any = Table
+    if getattr(table_class.query, "_keyed_query", False):
+        return
+    stock_query, stock_all_items = table_class.query, table_class.all_items
+
+    def query(self: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
+        index_name = kwargs.get("index_name", args[6] if len(args) > 6 else None)
+        if index_name or hash_key is None or self.range_key_attr is None:
+            return stock_query(self, hash_key, *args, **kwargs)
+        _guard.partition = (self, hash_key)
+        try:
+            return stock_query(self, hash_key, *args, **kwargs)
+        finally:
+            _guard.partition = None
+
+    def all_items(self: Any) -> Any:
+        partition = _guard.partition
+        if partition is None or partition[0] is not self:
+            return stock_all_items(self)
+        _guard.partition = None  # once: anything else this Query asks for is the whole table, as before
+        return list(self.items.get(partition[1], {}).values())
+
+    query._keyed_query = True  # type: ignore[attr-defined]
+    table_class.query, table_class.all_items = query, all_items
+
+
 class _Front(http.server.BaseHTTPRequestHandler):
     """One keep-alive connection: each request becomes a WSGI environ for moto's application."""
 
@@ -208,6 +247,7 @@ def main(argv: list[str] | None = None) -> None:
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request
     if args.rollback == "keyed":
         install_keyed_rollback()
+        install_keyed_query()
     _Front.app = DomainDispatcherApplication(create_backend_app)
     server = http.server.ThreadingHTTPServer((args.host, args.port), _Front)
     server.daemon_threads = True

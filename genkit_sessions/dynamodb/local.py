@@ -263,8 +263,9 @@ class LocalDynamoDB:
     added to every request before it is forwarded. ``rollback="keyed"`` (with
     ``process=True`` only) makes moto's TransactWriteItems roll back by the
     items it names instead of deep-copying every table it touches per action,
-    so transactions on a big table stay fast and still atomic (see
-    ``genkit_sessions.dynamodb._local_moto``). ``idempotency_window`` is how
+    so transactions on a big table stay fast and still atomic, and makes a
+    Query of the table read just its partition where moto sorts the whole table
+    first, with the same answers (see ``genkit_sessions.dynamodb._local_moto``). ``idempotency_window`` is how
     long a TransactWriteItems ``ClientRequestToken`` is remembered (AWS: 10
     minutes).
 
