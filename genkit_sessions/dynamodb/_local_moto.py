@@ -22,12 +22,16 @@ the table. A transaction the undo log cannot describe (an unknown table, an
 action without its key) runs moto's own deep copy. Stream records of a failed
 transaction are not taken back (the stock copy would take them back).
 
-Keyed also replaces what makes moto's Query slow on a big table: for every
-Query of a table (not of an index), moto sorts every item of the table and then
-keeps the ones under the asked partition key, so each Query costs the whole
-table's size. Keyed, such a Query starts from the asked partition's own items
-(what DynamoDB reads), and moto's sorting, conditions, limits, paging and
-filters run on them unchanged, so the answers are the same.
+Two more patches, always installed, change no answer, only what an answer
+costs: for every Query of a table (not of an index), moto sorts every item of
+the table and then keeps the ones under the asked partition key, so each Query
+costs the whole table's size; patched, it starts from the asked partition's own
+items (what DynamoDB reads), and moto's sorting, conditions, limits, paging and
+filters run on them unchanged. And moto searches every response body with a
+regular expression for an XML ``<RequestId>`` to fill in, which for a JSON body
+(every DynamoDB answer) finds nothing after scanning it character by character,
+about half of what a 400 KB item costs to serve; patched, a body without the
+tag is left alone at once.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ import sys
 import threading
 from typing import Any
 
-__all__ = ["install_keyed_query", "install_keyed_rollback", "main"]
+__all__ = ["install_answer_preserving_patches", "install_keyed_rollback", "main"]
 
 
 class _Guard(threading.local):
@@ -149,10 +153,23 @@ def install_keyed_rollback() -> None:
     backend_class.transact_write_items = transact_write_items
 
 
-def install_keyed_query() -> None:
-    """Patch moto's DynamoDB tables (in this process) so that a Query of a table reads just the asked
-    partition's items instead of sorting the whole table first (see the module doc)."""
+def install_answer_preserving_patches() -> None:
+    """Patch moto (in this process) so that a Query of a table reads just the asked partition's items
+    instead of sorting the whole table first, and a response body without an XML ``<RequestId>`` is not
+    searched for one (see the module doc). Every answer stays the same."""
+    from moto.core.responses import BaseResponse
     from moto.dynamodb.models.table import Table
+
+    stock_enrich = BaseResponse._enrich_response
+
+    def enrich_response(headers: dict[str, str], body: Any) -> tuple[dict[str, str], Any]:
+        if isinstance(body, str) and "<RequestId>" not in body:
+            return stock_enrich(headers, "")[0], body  # the headers exactly as moto sets them
+        return stock_enrich(headers, body)
+
+    if not getattr(BaseResponse._enrich_response, "_answer_preserving", False):
+        enrich_response._answer_preserving = True  # type: ignore[attr-defined]
+        BaseResponse._enrich_response = staticmethod(enrich_response)  # type: ignore[method-assign]
 
     table_class: Any = Table
     if getattr(table_class.query, "_keyed_query", False):
@@ -245,9 +262,9 @@ def main(argv: list[str] | None = None) -> None:
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request
+    install_answer_preserving_patches()
     if args.rollback == "keyed":
         install_keyed_rollback()
-        install_keyed_query()
     _Front.app = DomainDispatcherApplication(create_backend_app)
     server = http.server.ThreadingHTTPServer((args.host, args.port), _Front)
     server.daemon_threads = True
