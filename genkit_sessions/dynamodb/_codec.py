@@ -293,16 +293,23 @@ class Recipe:
     of level ``k - 1`` before it). Levels never increase along the recipe.
     ``ends`` gives the message count once each blob is applied, ``sizes`` each
     blob's compressed size in bytes (0 when a recipe written before sizes
-    were recorded does not say).
+    were recorded does not say). Blob names carry a random nonce and blobs never
+    change, so a blob's size follows from its name: two recipes are equal when
+    their refs, levels and ends are, whatever sizes each one knows.
     """
 
     refs: tuple[tuple[str, int], ...] = ()
     levels: tuple[int, ...] = ()
     ends: tuple[int, ...] = ()
-    sizes: tuple[int, ...] = ()
+    sizes: tuple[int, ...] = attrs.field(default=(), eq=False)
 
     def to_json(self) -> list[Any]:
         return [[list(ref) for ref in self.refs], list(self.levels), list(self.ends), list(self.sizes)]
+
+    def hint_json(self) -> list[Any]:
+        """What a read needs of the recipe (a session head's read hint): the refs, levels and ends; only
+        a write plans with the sizes, and it plans from the snapshot's own record."""
+        return [[list(ref) for ref in self.refs], list(self.levels), list(self.ends)]
 
     @classmethod
     def from_json(cls, data: Any) -> Recipe:

@@ -110,7 +110,7 @@ def new_snapshot(
     fields: dict[str, Any] = {
         "leaf": {"S": snapshot_id},
         "lc": created,
-        "rc": {"B": compress(recipe.to_json())},
+        "rc": {"B": compress(recipe.hint_json())},
         "hv": {"S": version},
     }  # updatedAt is the leaf's createdAt (``lc``) until a change of a snapshot sets ``ua``
     if expires is not None:
@@ -211,7 +211,7 @@ def change(
 
 def hint(engine: Engine, tenant: str, session_id: str, snapshot_id: str, recipe: Recipe) -> dict[str, Any]:
     """Refresh the leaf's read hint while ``snapshot_id`` is still the leaf."""
-    update = Update().set("rc", {"B": compress(recipe.to_json())})
+    update = Update().set("rc", {"B": compress(recipe.hint_json())})
     return {
         "Update": {
             "TableName": engine.table,
@@ -256,7 +256,7 @@ def restored(
             leaf={"S": leaf.snapshot_id},
             lc={"S": leaf.created_at},
             ua={"S": leaf.updated_at or leaf.created_at},
-            rc={"B": compress(leaf_recipe.to_json())},
+            rc={"B": compress(leaf_recipe.hint_json())},
         )
     if expires is not None:
         head["exp"] = {"N": str(expires)}
