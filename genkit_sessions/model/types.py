@@ -811,6 +811,12 @@ class AgentInit:
             _optional_string(self, fields.session_id, session_id)
             _optional_string(self, fields.snapshot_id, snapshot_id)
             _instance(SessionState, "a SessionState", optional=True)(self, fields.state, state)
-        object.__setattr__(self, "session_id", session_id)
-        object.__setattr__(self, "snapshot_id", snapshot_id)
-        object.__setattr__(self, "state", state)
+        _SET_INIT_SESSION_ID(self, session_id)
+        _SET_INIT_SNAPSHOT_ID(self, snapshot_id)
+        _SET_INIT_STATE(self, state)
+
+
+# The slots' own setters (what object.__setattr__ finds by name), for the AgentInit made on every turn.
+_SET_INIT_SESSION_ID = AgentInit.__dict__["session_id"].__set__
+_SET_INIT_SNAPSHOT_ID = AgentInit.__dict__["snapshot_id"].__set__
+_SET_INIT_STATE = AgentInit.__dict__["state"].__set__

@@ -178,7 +178,7 @@ class SessionResolver:
                     snapshot = store.get_snapshot(session_id=request.session_id, context=opts.context)
                 else:
                     snapshot = _perform(store, request, opts)
-                answer = ReadResult(snapshot)
+                answer = tuple.__new__(ReadResult, (snapshot, None))  # ReadResult(snapshot), made faster
             except Exception as exc:  # R15/R16 judge it
                 answer = ReadResult(error=exc)
 
