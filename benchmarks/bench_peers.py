@@ -511,7 +511,7 @@ def run(args: argparse.Namespace) -> int:
         remotes[peer] = Remote(peer, pythons[peer])
         print(f"  {peer}: {pythons[peer]}")
     configs = [(int(n), 6) for n in args.sizes.split(",") if n] + [
-        (args.long_sessions, int(h)) for h in args.lengths.split(",") if h
+        (int(n), int(h)) for n in args.long_sessions.split(",") if n for h in args.lengths.split(",") if h
     ]
     rows: list[tuple[str, str, dict[str, list[float]]]] = []
     try:
@@ -618,7 +618,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python", action="append", default=[], metavar="PEER=PATH", help="the Python that has PEER")
     parser.add_argument("--sizes", default="10000,100000", help="session counts for the 6-message rows")
     parser.add_argument("--lengths", default="200,2000", help="history lengths for the long-history rows")
-    parser.add_argument("--long-sessions", type=int, default=10_000, help="sessions in the long-history rows")
+    parser.add_argument(
+        "--long-sessions", default="10000,100000", help="session counts for the long-history rows (comma-separated)"
+    )
     parser.add_argument("--long", type=int, default=200, help="how many of them hold the long history (and are timed)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--reps", type=int, default=2_000, help="timed calls per batch (at most)")
