@@ -224,10 +224,27 @@ def _resolution(
     async_store: AsyncSessionStore | None,
     opts: SessionStoreOptions,
 ) -> ResolvedSession | ResolutionFailure:
-    if not decision.ok:
-        assert decision.error is not None
+    if decision.error is not None:
         return ResolutionFailure(rule=decision.rule, error=decision.error)
     assert decision.session_id is not None
     session = Session._checked(decision.session_id, decision.state, decision.snapshot, store, async_store, opts.context)
     assert decision.source is not None
-    return ResolvedSession(rule=decision.rule, session=session, snapshot=decision.snapshot, source=decision.source)
+    return _resolved(decision.rule, session, decision.snapshot, decision.source)
+
+
+_SLOTS = tuple(getattr(ResolvedSession, name).__set__ for name in ("rule", "session", "snapshot", "source", "error"))
+
+
+def _resolved(
+    rule: str, session: Session, snapshot: SessionSnapshot | None, source: ResolutionSource
+) -> ResolvedSession:
+    """``ResolvedSession(rule=..., session=..., snapshot=..., source=...)``, its slots set through their
+    descriptors (half the frozen class's own ``__init__``, on every resolution; it has no validators)."""
+    made = object.__new__(ResolvedSession)
+    set_rule, set_session, set_snapshot, set_source, set_error = _SLOTS
+    set_rule(made, rule)
+    set_session(made, session)
+    set_snapshot(made, snapshot)
+    set_source(made, source)
+    set_error(made, None)
+    return made

@@ -11,7 +11,16 @@ import attrs
 from genkit_sessions import Message, SessionSnapshot, SessionState, SnapshotStatus, to_wire
 from genkit_sessions.dynamodb import DynamoDBSessionStore
 from tests.dynamodb.helpers import cold, noise, prose, save_new, scan, state_of
-from tests.dynamodb.layout import BLOB_PREFIX, SEP, Recipe, compress, decompress, head_key, pack_record
+from tests.dynamodb.layout import (
+    BLOB_PREFIX,
+    SEP,
+    Recipe,
+    compress,
+    decompress,
+    head_key,
+    pack_record,
+    unpack_record,
+)
 from tests.dynamodb_backends import guard_of
 
 StoreFactory = Any
@@ -244,6 +253,33 @@ def test_items_written_in_the_layout_before_update_blobs_and_sizes_still_read(ma
     assert o2 is not None and o2.state == edited
     assert [s.snapshot_id for s in fresh.list_snapshots("old")] == ["o1", "o2", "o3"]
     decompress(bytes(client.get_item(TableName=table, Key=_snapshot_key("o2"))["Item"]["u"]["B"]))
+
+
+def test_a_head_hint_with_or_without_blob_sizes_resumes_in_two_calls(make_dynamo: StoreFactory) -> None:
+    """The read hint is written as refs, levels and ends (the sizes stay in the record); a hint written
+    with the sizes, as heads were until then, is just as fresh: a cold resume makes the same two calls."""
+    store = make_dynamo(checkpoint_every=2)
+    rng = random.Random(8)
+    parent: SessionSnapshot | None = None
+    for turn in range(12):
+        base = parent.state if parent is not None and parent.state is not None else SessionState(session_id="s")
+        added = (Message.of_text("user", prose(rng, 200)), Message.of_text("model", prose(rng, 200)))
+        parent = save_new(
+            store, f"t{turn}", attrs.evolve(base, messages=base.message_list + added), parent and parent.snapshot_id
+        )
+    client, table = store.client, store.table_name
+    head = client.get_item(TableName=table, Key=head_key("", "s"), ConsistentRead=True)["Item"]
+    assert len(decompress(bytes(head["rc"]["B"]))) == 3  # refs, levels, ends
+    leaf_item = client.get_item(TableName=table, Key=_snapshot_key("t11"), ConsistentRead=True)["Item"]
+    full = decompress(unpack_record(bytes(leaf_item["rec"]["B"]))[0])["r"]
+    assert len(full) == 4 and len(full[0]) > 2  # the record keeps the sizes, and pages were made
+    for hint in (decompress(bytes(head["rc"]["B"])), full):
+        client.put_item(TableName=table, Item={**head, "rc": {"B": compress(hint)}})
+        reader = cold(store)
+        guard = guard_of(reader)
+        guard.reset()
+        assert reader.get_snapshot(session_id="s") == parent
+        assert dict(guard.calls) == {"GetItem": 1, "BatchGetItem": 1}, guard.log
 
 
 def _parts(store: DynamoDBSessionStore) -> list[dict[str, Any]]:

@@ -6,6 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import attrs
+import pytest
+
 from genkit_sessions import (
     AgentInit,
     ErrorInfo,
@@ -76,3 +79,20 @@ def test_resolve_returns_a_resolved_session_or_a_failure_both_resolutions() -> N
     failed = SessionResolver.resolve(Unreachable(), True, AgentInit(session_id="s1"), SessionStoreOptions())
     assert isinstance(failed, ResolutionFailure) and failed.ok is False and failed.session is None
     assert isinstance(failed.error, ErrorInfo) and failed.error.status == "UNAVAILABLE" and failed.rule == "R15"
+
+
+def test_the_resolver_builds_a_resolved_session_equal_to_the_constructors_with_every_field_set() -> None:
+    from genkit_sessions.resolver.resolver import _resolved
+    from genkit_sessions.resolver.rules import ResolutionSource
+
+    store = InMemorySessionStore()
+    made = SessionResolver.resolve(store, True, AgentInit(session_id="s"))
+    assert made.ok
+    # The resolver sets each slot itself: a field added to ResolvedSession must be added there too.
+    assert [f.name for f in attrs.fields(ResolvedSession)] == ["rule", "session", "source", "snapshot", "error"]
+    built = ResolvedSession(rule=made.rule, session=made.session, snapshot=made.snapshot, source=made.source)
+    assert made == built and repr(made) == repr(built) and hash(made) == hash(built)
+    fast = _resolved("R12", made.session, None, ResolutionSource.RESUMED_BY_SESSION_ID)
+    assert fast == ResolvedSession(rule="R12", session=made.session, source=ResolutionSource.RESUMED_BY_SESSION_ID)
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        fast.rule = "R1"  # type: ignore[misc]
