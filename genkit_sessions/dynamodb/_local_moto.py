@@ -172,7 +172,7 @@ def install_answer_preserving_patches() -> None:
         BaseResponse._enrich_response = staticmethod(enrich_response)  # type: ignore[method-assign]
 
     table_class: Any = Table
-    if getattr(table_class.query, "_keyed_query", False):
+    if getattr(table_class.query, "_answer_preserving", False):
         return
     stock_query, stock_all_items = table_class.query, table_class.all_items
 
@@ -193,7 +193,7 @@ def install_answer_preserving_patches() -> None:
         _guard.partition = None  # once: anything else this Query asks for is the whole table, as before
         return list(self.items.get(partition[1], {}).values())
 
-    query._keyed_query = True  # type: ignore[attr-defined]
+    query._answer_preserving = True  # type: ignore[attr-defined]
     table_class.query, table_class.all_items = query, all_items
 
 
