@@ -32,7 +32,7 @@ from typing import Any
 
 import attrs
 
-from genkit_sessions.model.types import Message, Role, SessionState, TextPart
+from genkit_sessions.model.types import Message, Role, SessionState, TextPart, slot_setter
 from genkit_sessions.model.wire import messages_from_wire, to_wire
 
 __all__ = [
@@ -105,7 +105,7 @@ def _maker(prototype: Any, field: str) -> Any:
     (as ``replace_checked`` does), each slot set through its own descriptor (a C call, no lookup by
     name: less than half the cost of ``object.__setattr__``)."""
     cls = type(prototype)
-    setters = {name: cls.__dict__[name].__set__ for name in (f.name for f in attrs.fields(cls))}
+    setters = {name: slot_setter(cls, name) for name in (f.name for f in attrs.fields(cls))}
     fixed = tuple((set_slot, getattr(prototype, name)) for name, set_slot in setters.items() if name != field)
     new, put = object.__new__, setters[field]
 

@@ -197,13 +197,20 @@ def _copier(cls: Any) -> Callable[[Any, dict[str, Any]], Any]:
     setters: dict[str, Any] = {"new": object.__new__, "cls": cls}
     lines = ["def copy(instance, changes):", "    made = new(cls)"]
     for index, name in enumerate(names):
-        slot: Any = next((k.__dict__[name] for k in cls.__mro__ if name in k.__dict__), None)
-        setters[f"set{index}"] = slot.__set__ if hasattr(slot, "__set__") else _object_setter(name)
+        setters[f"set{index}"] = slot_setter(cls, name)
         lines.append(f"    set{index}(made, changes[{name!r}] if {name!r} in changes else instance.{name})")
     lines.append("    return made")
     exec("\n".join(lines), setters)  # the names are the class's own field names
     made: Callable[[Any, dict[str, Any]], Any] = setters["copy"]
     return made
+
+
+def slot_setter(cls: Any, name: str) -> Callable[[Any, Any], None]:
+    """What writes field ``name`` of the attrs class ``cls`` on a new instance without its checks: the
+    slot descriptor's own ``__set__`` (what ``object.__setattr__`` finds by name, without the lookup),
+    or ``object.__setattr__`` for a field with no slot."""
+    slot: Any = next((k.__dict__[name] for k in cls.__mro__ if name in k.__dict__), None)
+    return slot.__set__ if hasattr(slot, "__set__") else _object_setter(name)
 
 
 def _object_setter(name: str) -> Callable[[Any, Any], None]:
@@ -817,6 +824,6 @@ class AgentInit:
 
 
 # The slots' own setters (what object.__setattr__ finds by name), for the AgentInit made on every turn.
-_SET_INIT_SESSION_ID = AgentInit.__dict__["session_id"].__set__
-_SET_INIT_SNAPSHOT_ID = AgentInit.__dict__["snapshot_id"].__set__
-_SET_INIT_STATE = AgentInit.__dict__["state"].__set__
+_SET_INIT_SESSION_ID = slot_setter(AgentInit, "session_id")
+_SET_INIT_SNAPSHOT_ID = slot_setter(AgentInit, "snapshot_id")
+_SET_INIT_STATE = slot_setter(AgentInit, "state")

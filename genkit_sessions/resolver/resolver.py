@@ -12,7 +12,7 @@ from typing import Any, Literal
 import attrs
 
 from genkit_sessions.errors import GenkitError, Reason, Status
-from genkit_sessions.model.types import AgentInit, ErrorInfo, SessionSnapshot
+from genkit_sessions.model.types import AgentInit, ErrorInfo, SessionSnapshot, slot_setter
 from genkit_sessions.resolver.options import SessionStoreOptions
 from genkit_sessions.resolver.rules import (
     Decision,
@@ -232,7 +232,7 @@ def _resolution(
     return _resolved(decision.rule, session, decision.snapshot, decision.source)
 
 
-_SLOTS = tuple(getattr(ResolvedSession, name).__set__ for name in ("rule", "session", "snapshot", "source", "error"))
+_SLOTS = tuple(slot_setter(ResolvedSession, name) for name in ("rule", "session", "snapshot", "source", "error"))
 
 
 def _resolved(
