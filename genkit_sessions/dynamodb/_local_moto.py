@@ -22,12 +22,15 @@ the table. A transaction the undo log cannot describe (an unknown table, an
 action without its key) runs moto's own deep copy. Stream records of a failed
 transaction are not taken back (the stock copy would take them back).
 
-Two more patches, always installed, change no answer, only what an answer
+More patches, always installed, change no answer, only what an answer
 costs: for every Query of a table (not of an index), moto sorts every item of
 the table and then keeps the ones under the asked partition key, so each Query
 costs the whole table's size; patched, it starts from the asked partition's own
 items (what DynamoDB reads), and moto's sorting, conditions, limits, paging and
-filters run on them unchanged. And moto searches every response body with a
+filters run on them unchanged. Every page of a Scan sorts the whole table, and
+moto's key objects compute both sides' values on each comparison; patched, the
+same sort computes each item's key values once (a Scan of a 220,000-item table
+took about 7 s a page). And moto searches every response body with a
 regular expression for an XML ``<RequestId>`` to fill in, which for a JSON body
 (every DynamoDB answer) finds nothing after scanning it character by character,
 about half of what a 400 KB item costs to serve; patched, a body without the
@@ -155,7 +158,8 @@ def install_keyed_rollback() -> None:
 
 def install_answer_preserving_patches() -> None:
     """Patch moto (in this process) so that a Query of a table reads just the asked partition's items
-    instead of sorting the whole table first, and a response body without an XML ``<RequestId>`` is not
+    instead of sorting the whole table first, a Scan sorts the table on key values computed once an
+    item, and a response body without an XML ``<RequestId>`` is not
     searched for one (see the module doc). Every answer stays the same."""
     from moto.core.responses import BaseResponse
     from moto.dynamodb.models.table import Table
@@ -174,7 +178,7 @@ def install_answer_preserving_patches() -> None:
     table_class: Any = Table
     if getattr(table_class.query, "_answer_preserving", False):
         return
-    stock_query, stock_all_items = table_class.query, table_class.all_items
+    stock_query = table_class.query
 
     def query(self: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
         index_name = kwargs.get("index_name", args[6] if len(args) > 6 else None)
@@ -189,12 +193,30 @@ def install_answer_preserving_patches() -> None:
     def all_items(self: Any) -> Any:
         partition = _guard.partition
         if partition is None or partition[0] is not self:
-            return stock_all_items(self)
+            return _sorted_by_key_values(self)
         _guard.partition = None  # once: anything else this Query asks for is the whole table, as before
         return list(self.items.get(partition[1], {}).values())
 
     query._answer_preserving = True  # type: ignore[attr-defined]
     table_class.query, table_class.all_items = query, all_items
+
+
+def _sorted_by_key_values(table: Any) -> list[Any]:
+    """Every item of ``table`` in moto's own order: sorted by hash key, then range key.
+
+    moto sorts with its key objects, whose comparisons compute the Python value of both sides on each
+    of the n log n comparisons; here each item's key values are computed once. A table's key types are
+    fixed by its schema, so equal values mean equal keys and the order is the same."""
+    items: list[Any] = []
+    for bucket in table.items.values():
+        if table.range_key_attr:
+            items.extend(bucket.values())
+        else:
+            items.append(bucket)
+    return sorted(
+        items,
+        key=lambda x: (x.hash_key.cast_value, x.range_key.cast_value) if x.range_key else x.hash_key.cast_value,
+    )
 
 
 class _Front(http.server.BaseHTTPRequestHandler):

@@ -404,19 +404,36 @@ def _queries(table: str) -> list[dict[str, Any]]:
     return out
 
 
-def _all_pages(client: Any, request: dict[str, Any]) -> list[dict[str, Any]]:
+def _scans(table: str) -> list[dict[str, Any]]:
+    """Scans as an operator tool sends them: the whole table, pages of a few items, a filter and a projection."""
+    return [
+        {"TableName": table},
+        {"TableName": table, "Limit": 7},
+        {
+            "TableName": table,
+            "Limit": 50,
+            "FilterExpression": "begins_with(sk, :s) AND n > :n",
+            "ExpressionAttributeValues": {":s": {"S": "s-1"}, ":n": {"N": "9"}},
+            "ProjectionExpression": "pk, sk",
+        },
+    ]
+
+
+def _all_pages(client: Any, request: dict[str, Any], operation: str = "query") -> list[dict[str, Any]]:
     pages, start = [], None
     while True:
-        answer = client.query(**request, **({"ExclusiveStartKey": start} if start else {}))
+        answer = getattr(client, operation)(**request, **({"ExclusiveStartKey": start} if start else {}))
         pages.append({k: answer.get(k) for k in ("Items", "Count", "ScannedCount", "LastEvaluatedKey")})
         start = answer.get("LastEvaluatedKey")
         if not start:
             return pages
+        assert len(pages) < 200, f"paging of {request} does not end"
 
 
-def test_moto_in_a_subprocess_answers_every_query_shape_and_a_large_read_exactly_as_stock_moto_does() -> None:
-    # The subprocess's moto is patched (a Query reads its partition, a JSON body is not searched for an
-    # XML request id); moto on this process's threads is not: both must answer alike.
+def test_moto_in_a_subprocess_answers_every_query_and_scan_shape_and_a_large_read_exactly_as_stock_moto_does() -> None:
+    # The subprocess's moto is patched (a Query reads its partition, a Scan sorts on key values computed
+    # once, a JSON body is not searched for an XML request id); moto on this process's threads is not:
+    # both must answer alike.
     big = {"pk": {"S": "big"}, "sk": {"S": "one"}, "d": {"B": bytes(range(256)) * 1500}}
     with LocalDynamoDB() as stock, LocalDynamoDB(process=True) as patched:
         answers = []
@@ -430,7 +447,13 @@ def test_moto_in_a_subprocess_answers_every_query_shape_and_a_large_read_exactly
             client.put_item(TableName="t", Item=big)
             read = client.get_item(TableName="t", Key={"pk": big["pk"], "sk": big["sk"]}, ConsistentRead=True)
             assert read["ResponseMetadata"]["HTTPHeaders"]["x-amzn-requestid"]
-            answers.append(([_all_pages(client, q) for q in _queries("t")], read["Item"]))
+            queries = [_all_pages(client, q) for q in _queries("t")]
+            scans = [_all_pages(client, q, "scan") for q in _scans("t")]
+            answers.append((queries, scans, read["Item"]))
         assert answers[0] == answers[1]
-        assert answers[1][1] == big
+        assert answers[1][2] == big
         assert sum(len(p["Items"]) for pages in answers[1][0] for p in pages) > 100  # the queries found things
+        whole, paged, filtered = answers[1][1]
+        assert len(whole[0]["Items"]) == 401 and len(paged) == 58  # 401 items, 7 a page
+        assert [i["pk"]["S"] for i in whole[0]["Items"][:3]] == ["big", "p-0", "p-0"]  # the table's order
+        assert 0 < sum(len(p["Items"]) for p in filtered) < 401
