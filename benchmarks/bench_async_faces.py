@@ -14,7 +14,10 @@ reads (nothing cached).
 DynamoDB is :class:`genkit_sessions.dynamodb.local.LocalDynamoDB` with moto
 in a subprocess (its own GIL) and ``--latency`` of round trip added to every
 request by its proxy, outside the proxy's serialisation, so concurrent
-requests overlap as on a network. The proxy counts every request (calls per
+requests overlap as on a network. The proxy runs in a helper process
+(``--proxy process``, the default), so the process measured runs the face and
+nothing else; ``--proxy thread`` puts it on a thread of this process, where it
+shares the face's GIL. The proxy counts every request (calls per
 turn) and times moto's answer to each: when moto is busy most of the wall
 time, moto, not the face, sets the throughput. Stock moto's TransactWriteItems
 deep-copies the whole table once per action (``benchmarks/moto_transaction_cost.py``),
@@ -32,7 +35,11 @@ Faces (``--faces``, in rotating order over ``--rounds`` rounds, medians reported
 
 Event-loop health, per face: a probe task sleeps 1 ms in a loop during the
 timed pass and records how late it wakes (the largest overshoot is the
-longest the loop was blocked, GIL waits included); then a second pass over
+longest the loop was blocked in wall time: GIL waits, and the time the
+operating system gave the core to moto or the proxy, included); every
+callback the loop runs in the timed pass is timed in the loop thread's CPU
+(``time.thread_time``), and counted over 5 ms with and without the CPU the
+cyclic garbage collector spent inside it; then a second pass over
 the same sessions runs in asyncio debug mode with
 ``loop.slow_callback_duration = 0.005`` and counts the ``asyncio`` logger's
 "Executing ... took" records (debug mode slows everything down, so its pass
