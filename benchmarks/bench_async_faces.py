@@ -72,7 +72,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from genkit_sessions import AgentInit, Message, SessionResolver
 from genkit_sessions.dynamodb import DynamoDBSessionStore, create_table
-from genkit_sessions.dynamodb.local import LocalDynamoDB
+from genkit_sessions.dynamodb.local import LocalDynamoDB, placeholder_client
 from genkit_sessions.dynamodb.store import AsyncDynamoDBSessionStore
 
 FACES = ("offloaded", "native")
@@ -147,21 +147,7 @@ class DynamoDBElsewhere:
         self._latency = seconds
 
     def client(self, **config_overrides: Any) -> Any:
-        import boto3
-        from botocore.config import Config
-
-        config = Config(retries={"mode": "standard"})
-        if config_overrides:
-            config = config.merge(Config(**config_overrides))
-        return boto3.client(
-            "dynamodb",
-            endpoint_url=self.endpoint_url,
-            region_name="us-east-1",
-            config=config,
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-            aws_session_token="testing",
-        )
+        return placeholder_client(self.endpoint_url, **config_overrides)
 
     def reset_log(self) -> None:
         self._ask("reset_log")
@@ -581,7 +567,7 @@ def summarise(runs: list[Run], faces: list[str], sessions: int) -> None:
         ("  largest, the collector's CPU taken out (ms)", lambda r: r.timed.cpu_worst_without_gc * 1e3, "{:.2f}"),
         ("cyclic garbage collector, CPU per turn (ms)", lambda r: r.timed.gc_seconds / sessions * 1e3, "{:.2f}"),
         ("CPU of this process per turn (ms)", lambda r: r.timed.cpu / sessions * 1e3, "{:.2f}"),
-        ("  of which the proxy's thread (ms)", lambda r: r.timed.proxy_cpu / sessions * 1e3, "{:.2f}"),
+        ("the proxy's thread, CPU per turn (ms)", lambda r: r.timed.proxy_cpu / sessions * 1e3, "{:.2f}"),
     ]
     if any(r.debug is not None for r in runs):
         rows += [

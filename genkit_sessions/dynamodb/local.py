@@ -59,7 +59,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, Literal, NamedTuple
 
-__all__ = ["Forward", "LocalDynamoDB", "Predicate"]
+__all__ = ["Forward", "LocalDynamoDB", "Predicate", "placeholder_client"]
 
 Predicate = Callable[[dict[str, Any]], bool]
 """A test on the decoded JSON body of a request (``{"TableName": ..., "Item": ...}``)."""
@@ -361,21 +361,7 @@ class LocalDynamoDB:
         """A boto3 DynamoDB client on the proxy: placeholder credentials, ``us-east-1``, botocore ``standard``
         retries. ``config_overrides`` are :class:`botocore.config.Config` options (``retries=...``,
         ``max_pool_connections=...``, ``read_timeout=...``) and win over those defaults."""
-        import boto3  # type: ignore[import-untyped]
-        from botocore.config import Config  # type: ignore[import-untyped]
-
-        config = Config(retries={"mode": "standard"})
-        if config_overrides:
-            config = config.merge(Config(**config_overrides))
-        return boto3.client(
-            "dynamodb",
-            endpoint_url=self.endpoint_url,
-            region_name="us-east-1",
-            config=config,
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-            aws_session_token="testing",
-        )
+        return placeholder_client(self.endpoint_url, **config_overrides)
 
     # --- faults ---------------------------------------------------------------------------------
 
@@ -673,6 +659,26 @@ class LocalDynamoDB:
                 del self._tokens[token]
                 return None
             return remembered
+
+
+def placeholder_client(endpoint_url: str, **config_overrides: Any) -> Any:
+    """A boto3 DynamoDB client on a local endpoint with placeholder credentials (whatever the environment
+    holds), ``us-east-1`` and botocore ``standard`` retries: what :meth:`LocalDynamoDB.client` returns."""
+    import boto3  # type: ignore[import-untyped]
+    from botocore.config import Config  # type: ignore[import-untyped]
+
+    config = Config(retries={"mode": "standard"})
+    if config_overrides:
+        config = config.merge(Config(**config_overrides))
+    return boto3.client(
+        "dynamodb",
+        endpoint_url=endpoint_url,
+        region_name="us-east-1",
+        config=config,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        aws_session_token="testing",
+    )
 
 
 def _times(times: int) -> int:
