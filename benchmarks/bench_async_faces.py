@@ -172,6 +172,19 @@ Local = LocalDynamoDB | DynamoDBElsewhere
 
 
 STORE_OPTIONS: dict[str, Any] = {}  # --cache-size
+COLLECTOR = {"on": True}  # --collector
+
+
+@contextlib.contextmanager
+def _collector_off() -> Iterator[None]:
+    """The cyclic garbage collector disabled (a diagnostic: which slow callbacks are the collector's)."""
+    import gc
+
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def offloaded_face(ddb: Local, table: str) -> tuple[Any, Close]:
@@ -339,6 +352,7 @@ class CallbackCPU:
         self.worst_handle = ""
         self.over_without_gc = 0  # the same count with the cyclic garbage collector's time taken out
         self.worst_without_gc = 0.0
+        self.worst_without_gc_handle = ""
         self.gc_seconds = 0.0
         self._gc_started = 0.0
 
@@ -364,11 +378,12 @@ class CallbackCPU:
                 own = spent - (self.gc_seconds - collected)
                 self.callbacks += 1
                 if spent > self.worst or spent > SLOW_CALLBACK:
-                    text = repr(handle)
-                    if "coro=<_one_pass()" not in text:  # the harness starting turns is not the face
+                    text = _where(handle)
+                    if "_one_pass" not in text:  # the harness starting turns is not the face
                         self.over += spent > SLOW_CALLBACK
                         self.over_without_gc += own > SLOW_CALLBACK
-                        self.worst_without_gc = max(self.worst_without_gc, own)
+                        if own > self.worst_without_gc:
+                            self.worst_without_gc, self.worst_without_gc_handle = own, text[:300]
                         if spent > self.worst:
                             self.worst, self.worst_handle = spent, text[:300]
 
@@ -379,6 +394,21 @@ class CallbackCPU:
         finally:
             asyncio.events.Handle._run = stock  # type: ignore[method-assign]
             gc.callbacks.remove(self._on_gc)
+
+
+def _where(handle: asyncio.Handle) -> str:
+    """A callback, and for a task's step the coroutines it had reached when the step ended."""
+    owner = getattr(getattr(handle, "_callback", None), "__self__", None)
+    if not isinstance(owner, asyncio.Task):
+        return repr(handle)
+    positions = []
+    coro: Any = owner.get_coro()
+    while coro is not None:
+        frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
+        if frame is not None:
+            positions.append(f"{frame.f_code.co_name}:{frame.f_lineno}")
+        coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
+    return "task step, ended at " + " > ".join(positions) if positions else f"task step of {owner.get_name()}"
 
 
 @dataclass
@@ -403,6 +433,7 @@ class Pass:
     cpu_worst_handle: str = ""
     cpu_over_without_gc: int = 0
     cpu_worst_without_gc: float = 0.0
+    cpu_worst_without_gc_handle: str = ""
     gc_seconds: float = 0.0
 
     @property
@@ -454,6 +485,8 @@ async def _one_pass(name: str, ddb: Local, table: str, work: Workload, debug: bo
     with contextlib.ExitStack() as stack:
         if not debug:
             stack.enter_context(clocking.installed())
+        if not COLLECTOR["on"]:
+            stack.enter_context(_collector_off())
         try:
             tasks: list[asyncio.Task[float]] = []
             for i in range(0, len(work.sessions), LAUNCH_CHUNK):  # a few at a time: no step of ours blocks the loop
@@ -472,6 +505,7 @@ async def _one_pass(name: str, ddb: Local, table: str, work: Workload, debug: bo
     result.callbacks, result.cpu_over = clocking.callbacks, clocking.over
     result.cpu_worst, result.cpu_worst_handle = clocking.worst, clocking.worst_handle
     result.cpu_over_without_gc, result.cpu_worst_without_gc = clocking.over_without_gc, clocking.worst_without_gc
+    result.cpu_worst_without_gc_handle = clocking.worst_without_gc_handle
     result.gc_seconds = clocking.gc_seconds
     result.cpu = time.process_time() - cpu_before
     result.proxy_cpu = ddb.proxy_cpu_seconds() - proxy_before
@@ -615,6 +649,12 @@ def summarise(runs: list[Run], faces: list[str], sessions: int) -> None:
         worst = max(by_face[f], key=lambda r: r.timed.cpu_worst).timed
         if worst.cpu_worst_handle:
             print(f"  most CPU in one callback, {worst.cpu_worst * 1e3:.1f} ms: {_shorten(worst.cpu_worst_handle)}")
+        worst = max(by_face[f], key=lambda r: r.timed.cpu_worst_without_gc).timed
+        if worst.cpu_worst_without_gc_handle:
+            print(
+                f"  most CPU in one callback, the collector's taken out, {worst.cpu_worst_without_gc * 1e3:.1f} ms: "
+                f"{_shorten(worst.cpu_worst_without_gc_handle)}"
+            )
 
 
 def _shorten(message: str, limit: int = 240) -> str:
@@ -666,10 +706,18 @@ def main(argv: list[str] | None = None) -> int:
         help="process: the local DynamoDB's proxy in a helper process (default); thread: on a thread of this "
         "process, sharing the measured face's GIL",
     )
+    parser.add_argument(
+        "--collector",
+        choices=("on", "off"),
+        default="on",
+        help="off: the cyclic garbage collector disabled during each pass, a diagnostic that shows which "
+        "slow callbacks are the collector's (default: on, as a process runs)",
+    )
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
     if args.cache_size is not None:
         STORE_OPTIONS["cache_size"] = args.cache_size
+    COLLECTOR["on"] = args.collector == "on"
     faces = [f.strip() for f in args.faces.split(",") if f.strip()]
     unknown = [f for f in faces if f not in MAKERS]
     if unknown or not faces:
@@ -695,6 +743,8 @@ def main(argv: list[str] | None = None) -> int:
         + (" (moto deep-copies the table per transaction action)" if args.moto_rollback == "stock" else "")
     )
     print(f"store options: {STORE_OPTIONS or 'defaults (cache_size 1024)'}")
+    if args.collector == "off":
+        print("the cyclic garbage collector is disabled during each pass (a diagnostic, not how a process runs)")
 
     local: Local = (
         DynamoDBElsewhere(args.moto_rollback)
