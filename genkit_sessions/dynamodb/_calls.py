@@ -117,7 +117,11 @@ def run_sync(steps: Steps[T], client: Any) -> T:
 
 
 async def run_async(steps: Steps[T], client: Any) -> T:
-    """Drive ``steps`` with a non-blocking aiobotocore client, on the running event loop."""
+    """Drive ``steps`` with a non-blocking aiobotocore client, on the running event loop.
+
+    The loop gets a turn between the store's own work and the client's: before each request is
+    built and signed, and after each answer is parsed, so no one callback holds the loop for both
+    (with many turns in flight, a save's encoding and its request building were the longest step)."""
     answer: Any = None
     failure: BaseException | None = None
     while True:
@@ -128,10 +132,12 @@ async def run_async(steps: Steps[T], client: Any) -> T:
         if isinstance(request, Sleep):
             await asyncio.sleep(request.seconds)
             continue
+        await asyncio.sleep(0)
         try:
             answer = await getattr(client, _method_name(request.operation))(**request.params)
         except BACKEND_ERRORS as exc:
             failure = exc
+        await asyncio.sleep(0)
 
 
 def call(operation: str, table: str, **params: Any) -> Steps[dict[str, Any]]:
