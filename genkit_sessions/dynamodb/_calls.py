@@ -7,6 +7,9 @@ backoff. :func:`run_sync` drives steps with a boto3 client (blocking) and
 :func:`run_async` with an aiobotocore client (non-blocking), so no rule and no
 request is written twice. A failed call is thrown back into the steps at the
 ``yield``, where :func:`call` maps it to a :class:`GenkitError` once (S12).
+When the caller's task is cancelled, :func:`run_async` throws :class:`Abandoned`
+into the steps where they wait, so a write that must not be left half-done (a
+staged write) takes its own steps back before the cancellation goes on.
 
 The helpers here hold the request shapes every other module shares: single
 calls, batched reads and writes that resend unprocessed keys, and the
@@ -29,6 +32,7 @@ from genkit_sessions.dynamodb._errors import BACKEND_ERRORS, cancellation_codes,
 __all__ = [
     "MAX_BATCH_GET",
     "MAX_BATCH_WRITE",
+    "Abandoned",
     "Call",
     "Cancelled",
     "Sleep",
@@ -85,6 +89,19 @@ class Cancelled(Exception):
         return index < len(self.codes) and self.codes[index] == "ConditionalCheckFailed"
 
 
+class Abandoned(BaseException):
+    """Thrown into the steps when the caller's task was cancelled: the request they wait on may or may
+    not have been applied (it was in flight), or was never sent (``sent`` False).
+
+    A BaseException, like the cancellation it stands for, so no ``except Exception`` in the steps takes
+    it for a failure to retry. Steps that catch it to take a half-done write back make their requests
+    (the driver sends them) and raise it again; the caller then gets its ``CancelledError``."""
+
+    def __init__(self, sent: bool) -> None:
+        super().__init__("the caller's task was cancelled" + ("" if sent else " before the request was sent"))
+        self.sent = sent
+
+
 def _method_name(operation: str) -> str:
     return "".join("_" + c.lower() if c.isupper() else c for c in operation).lstrip("_")
 
@@ -121,23 +138,51 @@ async def run_async(steps: Steps[T], client: Any) -> T:
 
     The loop gets a turn between the store's own work and the client's: before each request is
     built and signed, and after each answer is parsed, so no one callback holds the loop for both
-    (with many turns in flight, a save's encoding and its request building were the longest step)."""
+    (with many turns in flight, a save's encoding and its request building were the longest step).
+
+    A cancellation of the caller's task is thrown into the steps as :class:`Abandoned` at the request
+    it interrupted (or, when it came just after an answer, at the next request, with the answer
+    delivered first); the requests the steps then make to take their write back are sent, and the
+    ``CancelledError`` is raised when they end. A second cancellation stops at once."""
     answer: Any = None
     failure: BaseException | None = None
+    cancelled: asyncio.CancelledError | None = None
+    abandon_next = False
     while True:
-        finished, request = _advance(steps, answer, failure)
+        try:
+            finished, request = _advance(steps, answer, failure)
+        except Abandoned:
+            assert cancelled is not None
+            raise cancelled from None
         if finished:
+            if cancelled is not None:
+                raise cancelled
             return request  # type: ignore[no-any-return]
         answer, failure = None, None
-        if isinstance(request, Sleep):
-            await asyncio.sleep(request.seconds)
+        if abandon_next:  # cancelled after the last answer: this request is not sent
+            abandon_next, failure = False, Abandoned(sent=False)
             continue
-        await asyncio.sleep(0)
+        sent = False
         try:
+            if isinstance(request, Sleep):
+                await asyncio.sleep(request.seconds)
+                continue
+            await asyncio.sleep(0)
+            sent = True
             answer = await getattr(client, _method_name(request.operation))(**request.params)
         except BACKEND_ERRORS as exc:
             failure = exc
-        await asyncio.sleep(0)
+        except asyncio.CancelledError as exc:
+            if cancelled is not None:
+                raise
+            cancelled, failure = exc, Abandoned(sent=sent)
+            continue
+        try:
+            await asyncio.sleep(0)
+        except asyncio.CancelledError as exc:
+            if cancelled is not None:
+                raise
+            cancelled, abandon_next = exc, True
 
 
 def call(operation: str, table: str, **params: Any) -> Steps[dict[str, Any]]:

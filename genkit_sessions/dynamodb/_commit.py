@@ -38,6 +38,7 @@ from botocore.exceptions import ClientError  # type: ignore[import-untyped]
 from genkit_sessions.dynamodb import _head
 from genkit_sessions.dynamodb import _keys as keys
 from genkit_sessions.dynamodb._calls import (
+    Abandoned,
     Cancelled,
     Sleep,
     Steps,
@@ -399,13 +400,17 @@ def _commit(
         "n": {"N": str(len(parts))},
         "at": {"N": str(engine.now_epoch())},
     }
-    yield from call("PutItem", engine.table, Item=marker)
     orphan_expiry = {"N": str(engine.now_epoch() + int(engine.settings.orphan_ttl.total_seconds()))}
     staged = [{**p, "exp": orphan_expiry, "stg": {"BOOL": True}} for p in parts]
     try:
+        yield from call("PutItem", engine.table, Item=marker)
+    except Abandoned:
+        yield from _discard(engine, [], marker)
+        raise
+    try:
         yield from batch_write(engine.table, [{"PutRequest": {"Item": p}} for p in staged])
         yield from _make_permanent(engine, staged, expires)
-    except GenkitError:  # the commit was not attempted: nothing references the parts
+    except (GenkitError, Abandoned):  # the commit was not attempted: nothing references the parts
         yield from _discard(engine, staged, marker)
         raise
     release = {
@@ -430,6 +435,29 @@ def _commit(
         if not _outcome_unknown(error):  # refused: nothing references the parts
             yield from _discard(engine, staged, marker)
         raise  # unknown: the parts stay, named by the marker, for sweep_staged and delete_session
+    except Abandoned:
+        yield from _settle_abandoned_commit(engine, staged, release)
+        raise
+
+
+def _settle_abandoned_commit(engine: Engine, parts: list[dict[str, Any]], release: dict[str, Any]) -> Steps[None]:
+    """The caller stopped waiting on a commit that may still land: delete its marker on the condition that
+    it exists, which the commit's own delete of the marker also needs, so exactly one of the two lands.
+    When this one does, the commit never can, and its parts go; when the marker is already gone, the
+    commit landed and its parts stay. If the backend fails meanwhile, the parts stay, named by the
+    marker, for ``sweep_staged`` and ``delete_session``."""
+    try:
+        yield from write_one(engine.table, release)
+    except Cancelled:
+        return  # the commit landed
+    except GenkitError as exc:
+        _log.warning("could not settle an abandoned commit (%s); sweep_staged or delete_session removes its parts", exc)
+        return
+    deletes = [{"DeleteRequest": {"Key": {"pk": p["pk"], "sk": p["sk"]}}} for p in parts]
+    try:
+        yield from batch_write(engine.table, deletes)
+    except GenkitError as exc:
+        _log.warning("could not delete %d blob parts of an abandoned commit (%s)", len(parts), exc)
 
 
 def transact_surely(engine: Engine, actions: list[dict[str, Any]]) -> Steps[None]:

@@ -1,0 +1,351 @@
+"""The store's write paths as runnable operations, and a store read as a comparable value.
+
+Shared by the sweeps that break a write part-way (a fault at one DynamoDB call, or the caller's task
+cancelled at one call of the async face) and then check that a cold store reads as before or as
+after, and that running the operation again finishes it. Every operation runs on the blocking store
+(:meth:`Operation.run`) and on its async face (:meth:`Operation.arun`) with the same arguments.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import attrs
+
+from genkit_sessions import (
+    AgentInit,
+    FinishReason,
+    GenkitError,
+    Message,
+    Session,
+    SessionResolver,
+    SessionSnapshot,
+    SessionState,
+    SnapshotStatus,
+    Status,
+)
+from genkit_sessions.dynamodb import DynamoDBSessionStore
+from tests.dynamodb.helpers import cold, noise, save_new, state_of
+from tests.dynamodb_backends import guard_of
+
+StoreFactory = Any
+
+
+class Operation:
+    """One run of a write path by a worker instance; run it again to retry it after a failure.
+
+    A subclass names the store call in :meth:`act`, which takes the blocking store or its async face
+    (whose methods return awaitables); :meth:`run` and :meth:`arun` drive it on either."""
+
+    def __init__(self, worker: DynamoDBSessionStore) -> None:
+        self.worker = worker
+
+    def act(self, face: Any) -> Any:
+        raise NotImplementedError
+
+    def run(self) -> object:
+        return self.act(self.worker)
+
+    async def arun(self) -> object:
+        result: Awaitable[object] = self.act(self.worker.aio)
+        return await result
+
+    def ids(self) -> dict[str, str]:
+        """Ids this run chose itself, by a stable name (so two runs read alike)."""
+        return {}
+
+
+@attrs.frozen
+class Path:
+    name: str
+    setup: Callable[[DynamoDBSessionStore], None]
+    operation: Callable[[DynamoDBSessionStore], Operation]
+    ids: tuple[str, ...]
+    """Snapshot ids read by id when comparing (besides those the run chose, named by ``dynamic``)."""
+    dynamic: tuple[str, ...] = ()
+    options: dict[str, Any] = attrs.Factory(dict)
+    deletes: bool = False
+
+
+@functools.lru_cache(maxsize=1)
+def _six_megabytes() -> SessionState:
+    rng = random.Random(5)
+    return state_of("s", [noise(rng, 250_000) for _ in range(24)])  # barely compresses: it must be staged
+
+
+def _no_setup(store: DynamoDBSessionStore) -> None:
+    pass
+
+
+class _StagedWrite(Operation):
+    def act(self, face: Any) -> Any:
+        new = SessionSnapshot(snapshot_id="big", state=_six_megabytes())
+        return face.save_snapshot("big", lambda current: new if current is None else None)
+
+
+def _chat(store: DynamoDBSessionStore) -> None:
+    save_new(store, "a", state_of("s", ["hello"]))
+    save_new(store, "b", state_of("s", ["hello", "hi there"]), "a")
+    save_new(store, "c", state_of("s", ["hello", "hi there", "how are you"]), "b")
+
+
+class _TurnEnd(Operation):
+    """A turn of an agent: resolve the session, add the turn's messages, save its end."""
+
+    def __init__(self, worker: DynamoDBSessionStore) -> None:
+        super().__init__(worker)
+        self.session: Session | None = None
+        self.turn_id: str | None = None  # the id the turn reserved for its snapshot
+        self.saved: SessionSnapshot | None = None
+
+    def run(self) -> object:
+        if self.saved is not None:  # the turn is over (a fault that did not fail it): nothing to retry
+            return self.saved
+        if self.session is None:
+            self._begin(SessionResolver.resolve(self.worker, True, AgentInit(session_id="s")))
+        assert self.session is not None
+        self.saved = self.session.save(finish_reason="stop")  # a failed save keeps the id: a rerun retries it
+        return self.saved
+
+    async def arun(self) -> object:
+        if self.saved is not None:
+            return self.saved
+        if self.session is None:
+            self._begin(await SessionResolver.aresolve(self.worker.aio, True, AgentInit(session_id="s")))
+        assert self.session is not None
+        self.saved = await self.session.asave(finish_reason="stop")
+        return self.saved
+
+    def _begin(self, resolution: Any) -> None:
+        if not resolution.ok:  # R15: the resolver's graceful failure, as the framework would raise it
+            assert resolution.error is not None and resolution.error.status is not None
+            raise GenkitError(Status(resolution.error.status), resolution.error.message)
+        session = resolution.session
+        assert session is not None
+        session.add_messages(Message.of_text("user", "what next"), Message.of_text("model", "a walk"))
+        self.session, self.turn_id = session, session.snapshot_id
+
+    def ids(self) -> dict[str, str]:
+        return {"turn": self.turn_id} if self.turn_id is not None else {}
+
+
+def _pending(store: DynamoDBSessionStore) -> None:
+    save_new(store, "a", state_of("s", ["hello"]))
+    save_new(store, "p", state_of("s", ["hello", "working"]), "a", status=SnapshotStatus.PENDING)
+
+
+class _Update(Operation):
+    """A detached turn finishing: the pending snapshot completed with its final state."""
+
+    def act(self, face: Any) -> Any:
+        final = state_of("s", ["hello", "working", "done"])
+
+        def complete(current: SessionSnapshot | None) -> SessionSnapshot | None:
+            if current is None:
+                return None
+            return attrs.evolve(current, status=SnapshotStatus.COMPLETED, finish_reason=FinishReason.STOP, state=final)
+
+        return face.save_snapshot("p", complete)
+
+
+def _pending_with_progress(store: DynamoDBSessionStore) -> None:
+    """A pending snapshot whose progress was saved once: its state has an update blob to replace."""
+    _pending(store)
+    rng = random.Random(11)
+    progress = state_of("s", ["hello", "working", noise(rng, 3_000)])  # parts, with chunk_bytes=1000
+    saved = store.save_snapshot("p", lambda current: attrs.evolve(current, state=progress) if current else None)
+    assert saved is not None
+
+
+class _Progress(Operation):
+    """A detached turn saving more progress: its update blob (in parts) replaced by a larger one."""
+
+    def act(self, face: Any) -> Any:
+        rng = random.Random(12)
+        progress = state_of("s", ["hello", "working", noise(rng, 3_000), noise(rng, 2_000)])
+        return face.save_snapshot("p", lambda current: attrs.evolve(current, state=progress) if current else None)
+
+
+class _Abort(Operation):
+    def act(self, face: Any) -> Any:
+        return face.abort_snapshot("p")
+
+
+def _backup() -> list[SessionSnapshot]:
+    """The session as a backup holds it: other states, and c forked from a before b was written."""
+    return [
+        SessionSnapshot(
+            snapshot_id=snapshot_id,
+            session_id="s",
+            parent_id=parent_id,
+            created_at=f"2024-01-01T00:00:0{second}.000000Z",
+            updated_at=f"2024-01-01T00:00:0{second}.000000Z",
+            state=state_of("s", texts),
+        )
+        for snapshot_id, parent_id, second, texts in [
+            ("a", None, 1, ["restored"]),
+            ("c", "a", 2, ["restored", "fork"]),
+            ("b", "a", 3, ["restored", "main"]),
+        ]
+    ]
+
+
+class _Restore(Operation):
+    def act(self, face: Any) -> Any:
+        return face.restore_snapshots(_backup())
+
+
+def _chat_with_parts(store: DynamoDBSessionStore) -> None:
+    rng = random.Random(9)
+    save_new(store, "a", state_of("s", ["hello"]))
+    save_new(store, "b", state_of("s", ["hello", noise(rng, 3_000)]), "a")  # blob parts (chunk_bytes=1000)
+    save_new(store, "c", state_of("s", ["hello", "short"]), "b")
+
+
+class _Delete(Operation):
+    def act(self, face: Any) -> Any:
+        return face.delete_session("s")
+
+
+PATHS = [
+    Path("staged-write", _no_setup, _StagedWrite, ("big",)),
+    Path("turn-end", _chat, _TurnEnd, ("a", "b", "c"), dynamic=("turn",)),
+    Path("update", _pending, _Update, ("a", "p")),
+    # The pending snapshot's progress replaces its update blob: parts deleted in the write that adds new ones,
+    # or (packed in its item) overwritten.
+    Path("update-replaces-parts", _pending_with_progress, _Progress, ("a", "p"), options={"chunk_bytes": 1000}),
+    Path("update-after-progress", _pending_with_progress, _Update, ("a", "p")),
+    Path("abort", _pending, _Abort, ("a", "p")),
+    # head_ids=2: the session has a member page, so the restore writes one and deletes the old one.
+    Path("restore", _chat, _Restore, ("a", "b", "c"), options={"head_ids": 2}),
+    Path(
+        "delete", _chat_with_parts, _Delete, ("a", "b", "c"), options={"head_ids": 2, "chunk_bytes": 1000}, deletes=True
+    ),
+]
+
+
+# --- reading a store as a comparable value -----------------------------------------------------------
+
+
+def blank(snapshot: SessionSnapshot | None, names: dict[str, str]) -> SessionSnapshot | None:
+    if snapshot is None:
+        return None
+    return attrs.evolve(
+        snapshot,
+        snapshot_id=names.get(snapshot.snapshot_id, snapshot.snapshot_id),
+        parent_id=names.get(snapshot.parent_id, snapshot.parent_id) if snapshot.parent_id else None,
+        created_at="",
+        updated_at=None,
+        heartbeat_at=None,
+    )
+
+
+def read_or_error(read: Callable[[], Any]) -> Any:
+    try:
+        return read()
+    except GenkitError as exc:
+        return f"{exc.status.value}: {exc.message}"
+
+
+def observe(store: DynamoDBSessionStore, path: Path, operation: Operation | None) -> dict[str, Any]:
+    """What a cold store reads: every snapshot by id, the session's leaf, and its listing."""
+    reader = cold(store, **path.options)
+    chosen = operation.ids() if operation is not None else {}
+    names = {actual: name for name, actual in chosen.items()}
+    ids: dict[str, str | None] = {i: i for i in path.ids} | {name: chosen.get(name) for name in path.dynamic}
+    return {
+        "by id": {
+            name: None
+            if actual is None
+            else read_or_error(lambda a=actual: blank(reader.get_snapshot(snapshot_id=a), names))
+            for name, actual in ids.items()
+        },
+        "leaf": read_or_error(lambda: blank(reader.get_snapshot(session_id="s"), names)),
+        "list": read_or_error(lambda: [blank(s, names) for s in reader.list_snapshots("s")]),
+    }
+
+
+def live(view: dict[str, Any], operation: Operation) -> set[str]:
+    """The ids of the snapshots that read, in a view that reads as before or as after (so every snapshot
+    of the session read, and the path names them all)."""
+    chosen = operation.ids()
+    return {chosen.get(name, name) for name, value in view["by id"].items() if isinstance(value, SessionSnapshot)}
+
+
+def brief(value: Any) -> str:
+    """A short account of a read: snapshots by id, parent, status and last message; errors cut short."""
+    if isinstance(value, SessionSnapshot):
+        messages = value.state.message_list if value.state is not None else ()
+        last = messages[-1].text[:12] if messages else ""
+        status = value.effective_status.value
+        return f"{value.snapshot_id}(parent={value.parent_id}, {status}, {len(messages)} msgs {last!r})"
+    if isinstance(value, list):
+        return "[" + ", ".join(brief(v) for v in value) + "]"
+    return repr(value)[:300]
+
+
+def differences(seen: dict[str, Any], expected: dict[str, Any]) -> str:
+    out = []
+    for key in seen:
+        pairs = [(f"{key} {i!r}", seen[key][i], expected[key][i]) for i in seen[key]] if key == "by id" else []
+        for what, got, want in pairs or [(key, seen[key], expected[key])]:
+            if got != want:
+                out.append(f"{what} reads {brief(got)}, not {brief(want)}")
+    return "; ".join(out)
+
+
+# --- fresh stores ----------------------------------------------------------------------------------
+
+
+def fresh(make: StoreFactory, path: Path) -> DynamoDBSessionStore:
+    store: DynamoDBSessionStore = make(**path.options)
+    path.setup(store)
+    return store
+
+
+def drop(store: DynamoDBSessionStore) -> None:
+    """Free the moto server's memory: every test makes a table of its own."""
+    store.client.delete_table(TableName=store.table_name)
+
+
+# --- clean runs and the calls they make ------------------------------------------------------------
+
+
+@attrs.frozen
+class Reference:
+    """A path's uncancelled, fault-free run: the store read before and after, and the calls it made."""
+
+    before: dict[str, Any]
+    after: dict[str, Any]
+    log: tuple[str, ...]
+
+
+def clean_run(make: StoreFactory, path: Path) -> Reference:
+    """Run ``path`` once on a fresh store of ``make`` (a guarded client's), logging its calls."""
+    store = fresh(make, path)
+    try:
+        before = observe(store, path, None)
+        operation = path.operation(cold(store, **path.options))
+        guard = guard_of(store)
+        guard.reset()
+        operation.run()
+        log = tuple(guard.log)
+        after = observe(store, path, operation)
+    finally:
+        drop(store)
+    return Reference(before, after, log)
+
+
+@functools.lru_cache(maxsize=1)
+def recorded_sequences() -> dict[str, tuple[str, ...]]:
+    """The DynamoDB calls each path makes, by path name, recorded once on in-process moto."""
+    from moto import mock_aws
+
+    from tests.dynamodb_backends import make_client, store_factory
+
+    with mock_aws():
+        make = store_factory(make_client())
+        return {path.name: clean_run(make, path).log for path in PATHS}
