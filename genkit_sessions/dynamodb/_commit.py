@@ -413,12 +413,9 @@ def _commit(
     except (GenkitError, Abandoned):  # the commit was not attempted: nothing references the parts
         yield from _discard(engine, staged, marker)
         raise
-    release = {
-        "Delete": {
-            "TableName": engine.table,
-            "Key": {"pk": marker["pk"], "sk": marker["sk"]},
-            **render(condition=exists("pk")),
-        }
+    marker_key = {"pk": marker["pk"], "sk": marker["sk"]}
+    release = {  # a marker that was voided (its write taken back) stops the commit
+        "Delete": {"TableName": engine.table, "Key": marker_key, **render(condition=exists("pk") & not_exists("void"))}
     }
     try:
         yield from transact_surely(engine, [*actions, release])
@@ -436,28 +433,35 @@ def _commit(
             yield from _discard(engine, staged, marker)
         raise  # unknown: the parts stay, named by the marker, for sweep_staged and delete_session
     except Abandoned:
-        yield from _settle_abandoned_commit(engine, staged, release)
+        # The caller stopped waiting on a commit that may still land: whichever of the commit and the
+        # voiding of its marker comes first wins, so the parts go exactly when the commit never can.
+        try:
+            yield from take_back_staged(engine, marker_key, [{"pk": p["pk"], "sk": p["sk"]} for p in staged])
+        except GenkitError as exc:
+            _log.warning("could not take back an abandoned commit (%s); sweep_staged or delete_session will", exc)
         raise
 
 
-def _settle_abandoned_commit(engine: Engine, parts: list[dict[str, Any]], release: dict[str, Any]) -> Steps[None]:
-    """The caller stopped waiting on a commit that may still land: delete its marker on the condition that
-    it exists, which the commit's own delete of the marker also needs, so exactly one of the two lands.
-    When this one does, the commit never can, and its parts go; when the marker is already gone, the
-    commit landed and its parts stay. If the backend fails meanwhile, the parts stay, named by the
-    marker, for ``sweep_staged`` and ``delete_session``."""
+def take_back_staged(engine: Engine, marker_key: dict[str, Any], part_keys: list[dict[str, Any]]) -> Steps[bool]:
+    """Take back a staged write whose commit has not landed: void its marker on the condition that the
+    marker exists (the commit needs it to exist and not be void, so exactly one of the two lands), then
+    delete its parts, then the marker. False when the marker was gone: the commit landed (or another
+    took it back), and nothing is deleted. A failure part-way leaves the void marker naming the parts,
+    so running this again finishes it."""
+    void = {
+        "Update": {
+            "TableName": engine.table,
+            "Key": marker_key,
+            **render(condition=exists("pk"), update=Update().set("void", {"BOOL": True})),
+        }
+    }
     try:
-        yield from write_one(engine.table, release)
+        yield from write_one(engine.table, void)
     except Cancelled:
-        return  # the commit landed
-    except GenkitError as exc:
-        _log.warning("could not settle an abandoned commit (%s); sweep_staged or delete_session removes its parts", exc)
-        return
-    deletes = [{"DeleteRequest": {"Key": {"pk": p["pk"], "sk": p["sk"]}}} for p in parts]
-    try:
-        yield from batch_write(engine.table, deletes)
-    except GenkitError as exc:
-        _log.warning("could not delete %d blob parts of an abandoned commit (%s)", len(parts), exc)
+        return False
+    yield from batch_write(engine.table, [{"DeleteRequest": {"Key": k}} for k in part_keys])
+    yield from call("DeleteItem", engine.table, Key=marker_key)
+    return True
 
 
 def transact_surely(engine: Engine, actions: list[dict[str, Any]]) -> Steps[None]:

@@ -30,10 +30,10 @@ from genkit_sessions.dynamodb._commit import (
     blob_part_items,
     new_blob,
     record_bytes,
+    take_back_staged,
     transact_surely,
 )
 from genkit_sessions.dynamodb._engine import Engine
-from genkit_sessions.dynamodb._expressions import exists, render
 from genkit_sessions.dynamodb._items import (
     Head,
     dedupe,
@@ -128,21 +128,9 @@ def sweep_staged(engine: Engine, tenant: str, session_id: str, older_than: int) 
         if blob is None or int(row.get("at", {"N": "0"})["N"]) > older_than:
             continue
         count = int(row.get("n", {"N": "0"})["N"])
-        try:
-            yield from write_one(
-                engine.table,
-                {
-                    "Delete": {
-                        "TableName": engine.table,
-                        "Key": {"pk": row["pk"], "sk": row["sk"]},
-                        **render(condition=exists("pk")),
-                    }
-                },
-            )
-        except Cancelled:
-            continue  # its commit (or another sweep) took it first
         parts = [keys.blob_part_key(tenant, session_id, blob, i) for i in range(count)]
-        yield from batch_write(engine.table, [{"DeleteRequest": {"Key": k}} for k in parts])
+        if not (yield from take_back_staged(engine, {"pk": row["pk"], "sk": row["sk"]}, parts)):
+            continue  # its commit (or another sweep) took it first
         swept += 1
     return swept
 

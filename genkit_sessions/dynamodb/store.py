@@ -649,6 +649,15 @@ class AsyncDynamoDBSessionStore:
         count: int = await self._run(_maintenance.delete_session(self._engine, self._tenant(context), session_id))
         return count
 
+    async def sweep_staged(
+        self, session_id: str, *, older_than: timedelta = timedelta(hours=1), context: Context = None
+    ) -> int:
+        """See :meth:`DynamoDBSessionStore.sweep_staged`."""
+        validate_id(session_id, "session_id", Reason.INVALID_SESSION_ID)
+        before = self._engine.now_epoch() - int(older_than.total_seconds())
+        count: int = await self._run(_maintenance.sweep_staged(self._engine, self._tenant(context), session_id, before))
+        return count
+
     async def abort_snapshot(self, snapshot_id: str, *, context: Context = None) -> SnapshotStatus | None:
         """See :meth:`DynamoDBSessionStore.abort_snapshot`."""
         seen: list[SnapshotStatus | None] = []

@@ -118,21 +118,34 @@ def readable_ids(store: DynamoDBSessionStore, session_ids: Iterable[str]) -> set
     return {s.snapshot_id for session_id in session_ids for s in reader.list_snapshots(session_id)}
 
 
-def parts_left_forever(store: DynamoDBSessionStore, live: Iterable[str]) -> list[str]:
+MARKER_PREFIX = "g\x1f"
+"""How a staging marker's sort key starts; it names the blob whose parts it stages next:
+``g␟<snapshotId>␟<tag>`` (docs/dynamodb.md)."""
+
+
+def parts_left_forever(store: DynamoDBSessionStore, live: Iterable[str], *, marked_ok: bool = False) -> list[str]:
     """Sort keys of blob parts that no committed snapshot references and that will never expire.
 
     ``live`` are the ids of the snapshots that read (see :func:`readable_ids`). The criterion, without
     the store's codec: a part counts as referenced when its sort key names a live snapshot. That
     over-counts (a part of a failed update of a live snapshot counts as referenced) and never
     under-counts, so every part reported is unreferenced for sure. Such a part must carry an expiry
-    (``exp``), or be gone.
+    (``exp``), or be gone; with ``marked_ok``, a part whose blob a staging marker still names counts
+    as found too (``sweep_staged`` and ``delete_session`` remove it), for a store that held such parts
+    before the operation.
     """
     live = set(live)
+    items = scan(store, "pk, sk, exp")
+    marked = {item["sk"]["S"][len(MARKER_PREFIX) :] for item in items if item["sk"]["S"].startswith(MARKER_PREFIX)}
     left = []
-    for item in scan(store, "pk, sk, exp"):
+    for item in items:
         sk = item["sk"]["S"]
-        if sk.startswith(PART_PREFIX) and sk.split("\x1f")[1] not in live and "exp" not in item:
-            left.append(sk)
+        if not sk.startswith(PART_PREFIX) or "exp" in item:
+            continue
+        snapshot_id, tag = sk.split("\x1f")[1:3]
+        if snapshot_id in live or (marked_ok and f"{snapshot_id}\x1f{tag}" in marked):
+            continue
+        left.append(sk)
     return left
 
 

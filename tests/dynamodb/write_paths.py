@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import random
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from typing import Any
 
 import attrs
@@ -29,7 +30,7 @@ from genkit_sessions import (
 )
 from genkit_sessions.dynamodb import DynamoDBSessionStore
 from tests.dynamodb.helpers import cold, noise, save_new, state_of
-from tests.dynamodb_backends import guard_of
+from tests.dynamodb_backends import client_error, guard_of
 
 StoreFactory = Any
 
@@ -68,6 +69,8 @@ class Path:
     dynamic: tuple[str, ...] = ()
     options: dict[str, Any] = attrs.Factory(dict)
     deletes: bool = False
+    staged_before: bool = False
+    """The store holds, before the run, parts of a write that never committed, named by their marker."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -210,6 +213,31 @@ class _Delete(Operation):
         return face.delete_session("s")
 
 
+def _staged_but_never_committed(store: DynamoDBSessionStore) -> None:
+    """A large write whose commit failed with an unknown outcome every time: its parts stay, permanent,
+    named by its staging marker (what a writer that died before its commit leaves too)."""
+
+    def commit_fails(operation: str, params: dict[str, Any]) -> None:
+        if operation == "TransactWriteItems":
+            raise client_error("InternalServerError", "Internal server error", operation, http_status=500)
+
+    guard = guard_of(store)
+    guard.faults.append(commit_fails)
+    try:
+        _StagedWrite(store).run()
+    except GenkitError:
+        pass
+    else:
+        raise AssertionError("the staged write's commit was meant to fail")
+    finally:
+        guard.faults.remove(commit_fails)
+
+
+class _Sweep(Operation):
+    def act(self, face: Any) -> Any:
+        return face.sweep_staged("s", older_than=timedelta(0))
+
+
 PATHS = [
     Path("staged-write", _no_setup, _StagedWrite, ("big",)),
     Path("turn-end", _chat, _TurnEnd, ("a", "b", "c"), dynamic=("turn",)),
@@ -221,6 +249,7 @@ PATHS = [
     Path("abort", _pending, _Abort, ("a", "p")),
     # head_ids=2: the session has a member page, so the restore writes one and deletes the old one.
     Path("restore", _chat, _Restore, ("a", "b", "c"), options={"head_ids": 2}),
+    Path("sweep-staged", _staged_but_never_committed, _Sweep, ("big",), staged_before=True),
     Path(
         "delete", _chat_with_parts, _Delete, ("a", "b", "c"), options={"head_ids": 2, "chunk_bytes": 1000}, deletes=True
     ),
