@@ -20,6 +20,7 @@ import pytest
 from genkit_sessions import GenkitError, KeepLastStrategy, Message, MessageCountTrigger, SessionService, Status
 from genkit_sessions.dynamodb import DynamoDBSessionStore
 from tests.dynamodb.helpers import cold, inject_fault, left_behind
+from tests.dynamodb.write_paths import Reference, drop
 from tests.dynamodb_backends import guard_of
 
 StoreFactory = Any
@@ -128,18 +129,7 @@ def _fresh(make: StoreFactory, path: Path) -> DynamoDBSessionStore:
     return store
 
 
-def _drop(store: DynamoDBSessionStore) -> None:
-    store.client.delete_table(TableName=store.table_name)
-
-
-@attrs.frozen
-class _Reference:
-    before: dict[str, Any]
-    after: dict[str, Any]
-    log: tuple[str, ...]
-
-
-def _clean_run(make: StoreFactory, path: Path) -> _Reference:
+def _clean_run(make: StoreFactory, path: Path) -> Reference:
     store = _fresh(make, path)
     try:
         before = _observe(store)
@@ -150,8 +140,8 @@ def _clean_run(make: StoreFactory, path: Path) -> _Reference:
         log = tuple(guard.log)
         after = _observe(store)
     finally:
-        _drop(store)
-    return _Reference(before, after, log)
+        drop(store)
+    return Reference(before, after, log)
 
 
 def _record_sequences() -> dict[str, tuple[str, ...]]:
@@ -187,7 +177,7 @@ POINTS = [
     if kind != "answer-lost" or operation in WRITES
 ]
 
-_REFERENCES: dict[tuple[str, str], _Reference] = {}
+_REFERENCES: dict[tuple[str, str], Reference] = {}
 
 
 def _differences(seen: dict[str, Any], expected: dict[str, Any]) -> str:
@@ -253,4 +243,4 @@ def test_a_fault_at_any_call_of_a_service_write_reads_as_before_or_after_and_a_r
             entries = [i["sk"]["S"] for i in items if i["pk"]["S"].endswith("\x1fm\x1fprincipal\x1falice")]
             assert [e.rpartition("\x1f")[2] for e in entries] == ["t"]
     finally:
-        _drop(store)
+        drop(store)
