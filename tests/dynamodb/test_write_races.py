@@ -241,6 +241,51 @@ def test_a_staged_write_whose_commit_outcome_stays_unknown_leaves_parts_a_sweep_
     )
 
 
+@pytest.mark.parametrize("sweep", ["finished", "stopped-after-deleting-parts"])
+def test_a_sweep_between_a_staged_writes_staging_and_its_commit_wins_and_the_write_never_lands_on_its_parts(
+    make_dynamo: StoreFactory, sweep: str
+) -> None:
+    """A sweep (another instance) takes back a staged write whose commit has not been sent yet; the
+    commit must then be refused, whether the sweep finished or stopped after deleting the parts (its
+    marker void, still there): a commit that landed would reference parts that are gone."""
+    store = make_dynamo()
+    save_new(store, "p", state_of("s", ["small"]))
+    sweeper = twin(store)
+    swept: list[Any] = []
+
+    def parts_deleted_answer_lost(operation: str, params: dict[str, Any]) -> None:
+        if operation == "BatchWriteItem":
+            raise ReadTimeoutError(endpoint_url="http://127.0.0.1:1/")
+
+    if sweep == "stopped-after-deleting-parts":  # the marker void, the parts gone, the marker still there
+        guard_of(sweeper).after_faults.append(parts_deleted_answer_lost)
+
+    def sweep_now() -> None:
+        swept.append(_outcome(lambda: sweeper.sweep_staged("s", older_than=timedelta(0))))
+
+    guard_of(store).faults.append(_before_first("TransactWriteItems", sweep_now))
+    outcome = _outcome(lambda: save_new(store, "big", _six_megabytes("s"), "p"))
+    guard_of(store).faults.clear()
+    guard_of(sweeper).after_faults.clear()
+    if sweep == "finished":
+        assert swept == [1], swept
+    else:
+        assert isinstance(swept[0], GenkitError), swept
+
+    rerun = sweeper.sweep_staged("s", older_than=timedelta(0))
+    reader = cold(store)
+    if isinstance(outcome, GenkitError):  # the store reads as before
+        assert outcome.status is not Status.OK
+        assert reader.get_snapshot(snapshot_id="big") is None
+        assert [s.snapshot_id for s in reader.list_snapshots("s")] == ["p"]
+    else:  # the save staged again after the refusal, and committed: every part of it reads
+        assert reader.get_snapshot(snapshot_id="big") == outcome
+        assert [s.snapshot_id for s in reader.list_snapshots("s")] == ["p", "big"]
+    assert rerun == 0  # the refused writer took its own parts back, and the void marker with them
+    assert parts_left_forever(store, readable_ids(store, ["s"])) == []
+    assert not [i for i in scan(store, "pk, sk") if i["sk"]["S"].startswith("g\x1f")], "a marker was left"
+
+
 # --- 5. restore of a long session with long ids ----------------------------------------------------
 
 
