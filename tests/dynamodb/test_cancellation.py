@@ -31,13 +31,13 @@ from typing import Any
 import attrs
 import pytest
 
-from genkit_sessions.dynamodb import DynamoDBSessionStore, create_table
 from genkit_sessions.dynamodb.local import LocalDynamoDB
 from tests.dynamodb.helpers import cold, left_behind, parts_left_forever
 from tests.dynamodb.write_paths import (
     PATHS,
     Operation,
     Path,
+    StoreFactory,
     differences,
     drop,
     fresh,
@@ -45,7 +45,7 @@ from tests.dynamodb.write_paths import (
     observe,
     recorded_sequences,
 )
-from tests.dynamodb_backends import Guard
+from tests.dynamodb_backends import make_client, store_factory
 
 pytest.importorskip("aiobotocore", reason="the async face runs on aiobotocore (the `aio` extra)")
 
@@ -68,20 +68,11 @@ def ddb() -> Iterator[LocalDynamoDB]:
         yield local
 
 
-def _maker(ddb: LocalDynamoDB) -> Any:
-    client = ddb.client()
-    Guard().attach(client)  # AWS's limits on every request of the blocking client (setups, reads)
-
-    def make(**options: Any) -> DynamoDBSessionStore:
-        table = f"t-{len(_TABLES)}"
-        _TABLES.append(table)
-        create_table(client, table)
-        return DynamoDBSessionStore(table, client, **options)
-
-    return make
-
-
-_TABLES: list[str] = []
+@pytest.fixture(scope="module")
+def make(ddb: LocalDynamoDB) -> StoreFactory:
+    """Fresh stores on new tables, through one guarded client on the proxy (AWS's limits on every
+    request of the blocking client: setups and reads)."""
+    return store_factory(make_client(ddb.endpoint_url))
 
 
 class Canceller:
@@ -138,9 +129,9 @@ class _Reference:
 _REFERENCES: dict[str, _Reference] = {}
 
 
-def _reference(ddb: LocalDynamoDB, path: Path) -> _Reference:
+def _reference(ddb: LocalDynamoDB, make: StoreFactory, path: Path) -> _Reference:
     if path.name not in _REFERENCES:
-        store = fresh(_maker(ddb), path)
+        store = fresh(make, path)
         try:
             before = observe(store, path, None)
             operation = path.operation(cold(store, **path.options))
@@ -172,12 +163,12 @@ POINTS = [
 
 @pytest.mark.parametrize("point", POINTS, ids=[p.id for p in POINTS])
 def test_a_task_cancelled_at_any_request_of_a_write_reads_as_before_or_after_and_a_rerun_finishes(
-    ddb: LocalDynamoDB, point: Point
+    ddb: LocalDynamoDB, make: StoreFactory, point: Point
 ) -> None:
     path = point.path
-    reference = _reference(ddb, path)
+    reference = _reference(ddb, make, path)
     assert reference.requests == SEQUENCES[path.name], "the async face makes other requests than the blocking store"
-    store = fresh(_maker(ddb), path)
+    store = fresh(make, path)
     try:
         operation = path.operation(cold(store, **path.options))
         canceller = Canceller(ddb, point.index, point.outcome)
