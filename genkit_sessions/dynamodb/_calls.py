@@ -196,12 +196,14 @@ def call(operation: str, table: str, **params: Any) -> Steps[dict[str, Any]]:
     return answer
 
 
-def write_one(table: str, action: dict[str, Any]) -> Steps[None]:
-    """A transaction action sent as a single conditional write: a refused condition is :class:`Cancelled`."""
+def write_one(table: str, action: dict[str, Any], **extra: Any) -> Steps[dict[str, Any]]:
+    """A transaction action sent as a single conditional write (with ``extra`` request parameters, such as
+    ``ReturnValues``); returns the answer. A refused condition is :class:`Cancelled`."""
     kind, request = next(iter(action.items()))
     operation = {"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem"}[kind]
     try:
-        yield Call(operation, dict(request))
+        answer: dict[str, Any] = yield Call(operation, {**request, **extra})
+        return answer
     except ClientError as exc:
         if error_code(exc) == "ConditionalCheckFailedException":
             raise Cancelled(["ConditionalCheckFailed"]) from exc

@@ -15,13 +15,15 @@ rule the guess breaks is judged again on a real read before it is raised.
 - Every transaction carries a ClientRequestToken. When its answer is lost the
   store resends it with the same token, so DynamoDB answers a write it already
   applied with that success instead of a refused condition.
-- A write too big for one transaction (100 actions, 4 MB) is **staged**: a
-  marker naming its blob, then its parts under an orphan expiry, then the
-  expiry lifted, then the commit, which deletes the marker in the same
-  transaction. So a part a committed snapshot references never expires; a
-  commit that was refused takes its parts back; and a marker that outlives its
-  writer names parts no snapshot references, which ``delete_session`` and
-  ``sweep_staged`` remove.
+- A write too big for one transaction (100 actions, 4 MB) is **staged**: its
+  name in the session's head, a marker naming its blob, then its parts under
+  an orphan expiry, then the expiry lifted, then the commit, which deletes the
+  marker and takes the name out of the head in the same transaction. So a part
+  a committed snapshot references never expires; a commit that was refused
+  takes its parts back; and a write whose writer died is still named in the
+  head: the session's next save past ``orphan_ttl`` takes it back before its
+  own commit (``delete_expired_sessions`` does, for a first write in a session
+  no one resumes), as ``delete_session`` and ``sweep_staged`` do at once.
 """
 
 from __future__ import annotations
@@ -233,20 +235,27 @@ def _create(
     item = {**keys.snapshot_key(tenant, snapshot_id), "rec": {"B": record}, **status_attributes(snapshot)}
     if expires is not None:
         item["exp"] = {"N": str(expires)}
-    head_actions, head_after = _head.new_snapshot(
-        engine,
-        tenant,
-        snapshot,
-        recipe,
-        expires,
+    known = (
         seen_head
         or engine.known_head(tenant, session_id)
-        or (engine.head_with(tenant, snapshot.parent_id) if snapshot.parent_id is not None else None),
-        head_races_lost,
-        expected,
+        or (engine.head_with(tenant, snapshot.parent_id) if snapshot.parent_id is not None else None)
     )
-    actions = [put_action(engine.table, item, render(condition=not_exists("pk"))), *head_actions]
+    put_item = put_action(engine.table, item, render(condition=not_exists("pk")))
+    head_actions, head_after = _head.new_snapshot(
+        engine, tenant, snapshot, recipe, expires, known, head_races_lost, expected
+    )
     part_items = [] if inline else blob_part_items(tenant, session_id, name, parts, expires)
+    staged = None
+    if will_stage([put_item, *head_actions], part_items):  # named in the head first: a writer may die part-way
+        staged = _head.Staging(engine.now_epoch(), len(part_items), name)
+        known = (yield from _head.register_staged(engine, tenant, session_id, staged, known)) or known
+    taken = yield from take_back_dead(engine, tenant, session_id, _head.stale_staged(engine, known, staged))
+    if staged is not None or taken:  # the commit takes these names out of the head
+        drop = (*taken, *([staged] if staged is not None else []))
+        head_actions, head_after = _head.new_snapshot(
+            engine, tenant, snapshot, recipe, expires, known, head_races_lost, expected, drop
+        )
+    actions = [put_item, *head_actions]
     try:
         yield from _commit(engine, tenant, session_id, name, actions, part_items, expires)
     except Cancelled as cancelled:
@@ -326,11 +335,10 @@ def _update(
         }
     }
     actions = [item_update]
+    known = engine.known_head(tenant, session_id) or engine.head_with(tenant, snapshot_id)
+    now = snapshot.updated_at or snapshot.created_at
     if state_changed or status_changed:
-        known = engine.known_head(tenant, session_id) or engine.head_with(tenant, snapshot_id)
-        actions.append(
-            _head.change(engine, tenant, session_id, known, snapshot.updated_at or snapshot.created_at, expected)
-        )
+        actions.append(_head.change(engine, tenant, session_id, known, now, expected))
     replaced = existing.recipe.refs[-1] if state_changed and existing.recipe.ends_in_update else None
     old_parts: list[dict[str, Any]] = []
     if replaced is not None and replaced[1] > 0 and replaced not in recipe.refs:
@@ -338,6 +346,15 @@ def _update(
     if len(actions) + len(old_parts) < MAX_TRANSACTION_ACTIONS - 1:  # room for a staged write's release
         actions += [{"Delete": {"TableName": engine.table, "Key": key}} for key in old_parts]
         old_parts = []
+    if len(actions) > 1:  # a change of the session: as for a new snapshot, staging named first, and the dead
+        staged = None
+        if will_stage(actions, parts):
+            staged = _head.Staging(engine.now_epoch(), len(parts), name)
+            known = (yield from _head.register_staged(engine, tenant, session_id, staged, known)) or known
+        taken = yield from take_back_dead(engine, tenant, session_id, _head.stale_staged(engine, known, staged))
+        if staged is not None or taken:
+            drop = (*taken, *([staged] if staged is not None else []))
+            actions[1] = _head.change(engine, tenant, session_id, known, now, expected, drop)
     try:
         yield from _commit(engine, tenant, session_id, name, actions, parts, existing.expires)
     except Cancelled as cancelled:
@@ -391,8 +408,7 @@ def _commit(
     if len(actions) == 1 and not parts:
         yield from write_one(engine.table, actions[0])
         return
-    size = sum(action_size(a) for a in actions) + sum(item_size(p) for p in parts)
-    if len(actions) + len(parts) <= MAX_TRANSACTION_ACTIONS and size <= MAX_TRANSACTION_BYTES - _TRANSACTION_MARGIN:
+    if not will_stage(actions, parts):
         yield from transact_surely(engine, actions + [put_action(engine.table, p) for p in parts])
         return
     marker = {
@@ -440,6 +456,34 @@ def _commit(
         except GenkitError as exc:
             _log.warning("could not take back an abandoned commit (%s); sweep_staged or delete_session will", exc)
         raise
+
+
+def will_stage(actions: list[dict[str, Any]], parts: list[dict[str, Any]]) -> bool:
+    """Whether ``actions`` and ``parts`` need more than one transaction (100 actions, 4 MB): the parts
+    are then staged ahead of the commit."""
+    if not parts:
+        return False
+    size = sum(action_size(a) for a in actions) + sum(item_size(p) for p in parts)
+    return len(actions) + len(parts) > MAX_TRANSACTION_ACTIONS or size > MAX_TRANSACTION_BYTES - _TRANSACTION_MARGIN
+
+
+def take_back_dead(
+    engine: Engine, tenant: str, session_id: str, stale: list[_head.Staging]
+) -> Steps[list[_head.Staging]]:
+    """Best effort, before a save's commit: take back the staged writes its session's head names that
+    started more than ``orphan_ttl`` ago (their writers died or gave up); returns those that are gone
+    (taken back, or found committed after all), whose names the commit then takes out of the head. A
+    failure leaves the rest named for the next save, and the save goes on."""
+    done: list[_head.Staging] = []
+    try:
+        for staged in stale:
+            marker = keys.marker_key(tenant, session_id, staged.blob)
+            parts = [keys.blob_part_key(tenant, session_id, staged.blob, i) for i in range(staged.parts)]
+            yield from take_back_staged(engine, marker, parts)  # False: it committed after all; nothing goes
+            done.append(staged)
+    except GenkitError as exc:
+        _log.warning("could not take back %d abandoned staged writes (%s); the next save tries again", len(stale), exc)
+    return done
 
 
 def take_back_staged(engine: Engine, marker_key: dict[str, Any], part_keys: list[dict[str, Any]]) -> Steps[bool]:

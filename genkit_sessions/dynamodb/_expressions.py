@@ -86,12 +86,13 @@ def size_lt(attribute: str, value: dict[str, Any]) -> Condition:
 
 @attrs.define
 class Update:
-    """An update expression: SET, ADD and REMOVE clauses."""
+    """An update expression: SET, ADD, REMOVE and DELETE clauses."""
 
     _set: list[tuple[str, dict[str, Any]]] = attrs.field(factory=list)
     _defaults: list[tuple[str, dict[str, Any]]] = attrs.field(factory=list)
     _add: list[tuple[str, dict[str, Any]]] = attrs.field(factory=list)
     _remove: list[str] = attrs.field(factory=list)
+    _delete: list[tuple[str, dict[str, Any]]] = attrs.field(factory=list)
 
     def set(self, attribute: str, value: dict[str, Any]) -> Update:
         """``SET attribute = value``."""
@@ -113,6 +114,11 @@ class Update:
         self._remove.append(attribute)
         return self
 
+    def delete(self, attribute: str, value: dict[str, Any]) -> Update:
+        """``DELETE attribute value``: take elements out of a set (a set left empty goes)."""
+        self._delete.append((attribute, value))
+        return self
+
     def text(self, p: _Placeholders) -> str:
         """The expression text, registering its names and values."""
         clauses = []
@@ -124,6 +130,8 @@ class Update:
             clauses.append("ADD " + ", ".join(f"{p.name(a)} {p.value(v)}" for a, v in self._add))
         if self._remove:
             clauses.append("REMOVE " + ", ".join(p.name(a) for a in self._remove))
+        if self._delete:
+            clauses.append("DELETE " + ", ".join(f"{p.name(a)} {p.value(v)}" for a, v in self._delete))
         return " ".join(clauses)
 
 

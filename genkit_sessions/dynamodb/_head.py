@@ -17,14 +17,22 @@ write that depends on what the session holds is conditioned on the head:
   job), then into a bare tombstone that keeps ``sv``, so a recreated session
   never reuses a version number;
 - the **read hint** ``rc`` is refreshed in place while the snapshot is the
-  leaf (a hint only: no other attribute changes, so ``hv`` stays).
+  leaf (a hint only: no other attribute changes, so ``hv`` stays);
+- a **staged write** names itself in ``stg`` before its first part is written
+  (``hv`` moves, so no writer's whole Put drops the name), and its commit takes
+  the name out; a name older than ``orphan_ttl`` belongs to a writer that died
+  or gave up, and the session's next save takes that write back. Over no head,
+  the name goes into a bare tombstone, which readers see as no session.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import attrs
+
 from genkit_sessions.dynamodb import _keys as keys
+from genkit_sessions.dynamodb._calls import Cancelled, Steps, get_item, write_one
 from genkit_sessions.dynamodb._codec import Recipe, compress
 from genkit_sessions.dynamodb._engine import Engine
 from genkit_sessions.dynamodb._expressions import Condition, Update, eq, exists, gt, not_exists, render, size_lt
@@ -32,7 +40,18 @@ from genkit_sessions.dynamodb._items import Head, id_list, put_action
 from genkit_sessions.errors import GenkitError, Status
 from genkit_sessions.model.types import SessionSnapshot
 
-__all__ = ["change", "final_tombstone", "hint", "new_snapshot", "restored", "tombstone"]
+__all__ = [
+    "Staging",
+    "change",
+    "final_tombstone",
+    "forget_staged",
+    "hint",
+    "new_snapshot",
+    "register_staged",
+    "restored",
+    "stale_staged",
+    "tombstone",
+]
 
 _RECORD_ATTRIBUTES = ("ca", "md", "exp", "xa", "tl", "sl", "xi")
 """What a replaced head carries over from the one it replaces (everything else is recomputed)."""
@@ -85,8 +104,10 @@ def new_snapshot(
     known: Head | None,
     head_races_lost: int,
     expected: int | None = None,
+    drop: tuple[Staging, ...] = (),
 ) -> tuple[list[dict[str, Any]], Head]:
-    """The actions that make a new snapshot its session's leaf, and the head they leave.
+    """The actions that make a new snapshot its session's leaf, and the head they leave (taking the
+    names of the staged writes in ``drop`` out of the head: this one's own, and any taken back).
 
     The new snapshot always becomes the leaf: the leaf is the childless snapshot whose creation
     committed last (S8, :func:`~genkit_sessions.stores.write_rules.leaf_of`), and DynamoDB applies
@@ -134,11 +155,13 @@ def new_snapshot(
             or head_races_lost >= 3
         )
         if needs_put and (known.alive or snapshot.parent_id is None):
-            return _replace(engine, tenant, snapshot, fields, known, record_condition)
+            return _replace(engine, tenant, snapshot, fields, known, record_condition, drop)
     update = Update()
     for name, value in fields.items():
         update.set(name, value)
     update.set_default("ca", created).add("ids", id_list([snapshot_id])).add("sv", {"N": "1"}).remove("ua")
+    if drop:
+        update.delete(STAGED, {"SS": [s.entry for s in drop]})
     room = not_exists("ids") | size_lt("ids", {"N": str(engine.settings.head_ids)})
     if snapshot.parent_id is not None:
         condition = _alive() & exists("sv") & room & record_condition
@@ -157,12 +180,16 @@ def _replace(
     fields: dict[str, Any],
     known: Head,
     record_condition: Condition,
+    drop: tuple[Staging, ...],
 ) -> tuple[list[dict[str, Any]], Head]:
     session_id = snapshot.session_id
     assert session_id is not None and known.ids is not None
     snapshot_id = snapshot.snapshot_id
     base = known.item if known.alive and known.item is not None else {}
     carried = {name: base[name] for name in _RECORD_ATTRIBUTES if name in base}
+    others = _carried_staged(known.item, drop)  # a tombstone's too: it may name a dead root writer's parts
+    if others:
+        carried[STAGED] = others
     actions: list[dict[str, Any]] = []
     ids: tuple[str, ...] = (*known.ids, snapshot_id) if known.alive else (snapshot_id,)
     if known.alive and len(known.ids) >= engine.settings.head_ids:
@@ -184,11 +211,20 @@ def _replace(
 
 
 def change(
-    engine: Engine, tenant: str, session_id: str, known: Head | None, now: str, expected: int | None = None
+    engine: Engine,
+    tenant: str,
+    session_id: str,
+    known: Head | None,
+    now: str,
+    expected: int | None = None,
+    drop: tuple[Staging, ...] = (),
 ) -> dict[str, Any]:
     """The head action of a write that changes a snapshot's state or status: the session version moves
-    by one, on a live head. A head written before versions existed is upgraded on its exact token."""
+    by one, on a live head. A head written before versions existed is upgraded on its exact token.
+    The names of the staged writes in ``drop`` go out of the head."""
     update = Update().set("hv", {"S": engine.token()}).set("ua", {"S": now})
+    if drop:
+        update.delete(STAGED, {"SS": [s.entry for s in drop]})
     record_condition, record_fields = record_terms(engine, known)
     for name, value in record_fields.items():
         update.set(name, value)
@@ -241,7 +277,7 @@ def restored(
     base = read.item if read.alive and read.item is not None else {}
     head: dict[str, Any] = {
         **keys.head_key(tenant, session_id),
-        **{name: base[name] for name in _RECORD_ATTRIBUTES if name in base and name != "exp"},
+        **{name: base[name] for name in (*_RECORD_ATTRIBUTES, STAGED) if name in base and name != "exp"},
         "hv": {"S": engine.token()},
         "ids": id_list(ids),
         "sv": {"N": str(read.session_version + added)},
@@ -264,11 +300,14 @@ def restored(
     return put_action(engine.table, head, render(condition=condition))
 
 
-def tombstone(engine: Engine, tenant: str, session_id: str, read: Head) -> tuple[dict[str, Any], str]:
+def tombstone(
+    engine: Engine, tenant: str, session_id: str, read: Head, reminder: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], str]:
     """The first write of a deletion: the head becomes a tombstone (no write can land on it, readers see
-    no session) that still lists every member. An update in place, so it keeps the ids of a write that
-    landed since the head was read, and a deletion never loses the race to a busy writer. Returns the
-    action and the tombstone's token."""
+    no session) that still lists every member, and names the expiry index entry (``reminder``, its sort
+    key) that finds the deletion if it stops part-way. An update in place, so it keeps the ids of a
+    write that landed since the head was read, and a deletion never loses the race to a busy writer.
+    Returns the action and the tombstone's token."""
     version = engine.token()
     if read.version is None:  # items without a head (a writer's staged parts): a bare tombstone over nothing
         item = {
@@ -276,9 +315,12 @@ def tombstone(engine: Engine, tenant: str, session_id: str, read: Head) -> tuple
             "hv": {"S": version},
             "dead": {"BOOL": True},
             "del": {"BOOL": True},
+            **({"rmd": reminder} if reminder is not None else {}),
         }
         return put_action(engine.table, item, render(condition=not_exists("pk"))), version
     update = Update().set("hv", {"S": version}).set("dead", {"BOOL": True}).set("del", {"BOOL": True}).remove("exp")
+    if reminder is not None:
+        update.set("rmd", reminder)
     return {
         "Update": {
             "TableName": engine.table,
@@ -298,3 +340,108 @@ def final_tombstone(engine: Engine, tenant: str, session_id: str, version: str, 
         "sv": {"N": str(session_version)},
     }
     return put_action(engine.table, item, render(condition=eq("hv", {"S": version})))
+
+
+# --- staged writes named in the head ------------------------------------------------------------
+
+STAGED = "stg"
+"""The head's string set naming its session's staged writes that have not committed (see :class:`Staging`)."""
+
+
+@attrs.frozen
+class Staging:
+    """A staged write as its session's head names it: when it started (epoch seconds), how many parts
+    it writes, and its blob (whose marker and parts it names). ``entry`` is the name in ``stg``."""
+
+    at: int
+    parts: int
+    blob: str
+
+    @property
+    def entry(self) -> str:
+        return f"{self.at}{keys.SEP}{self.parts}{keys.SEP}{self.blob}"
+
+    @classmethod
+    def parse(cls, entry: str) -> Staging | None:
+        """The staging an entry names; None for one this store did not write."""
+        at, _, rest = entry.partition(keys.SEP)
+        parts, _, blob = rest.partition(keys.SEP)
+        if not (at.isdigit() and parts.isdigit() and blob):
+            return None
+        return cls(int(at), int(parts), blob)
+
+
+def _carried_staged(item: dict[str, Any] | None, drop: tuple[Staging, ...]) -> dict[str, Any] | None:
+    dropped = {s.entry for s in drop}
+    names = [e for e in (item or {}).get(STAGED, {}).get("SS", ()) if e not in dropped]
+    return {"SS": names} if names else None
+
+
+def register_staged(
+    engine: Engine, tenant: str, session_id: str, staged: Staging, known: Head | None
+) -> Steps[Head | None]:
+    """Name a staged write in its session's head before its first part is written, so that if its
+    writer dies the session's next save takes it back. Returns the head as it now is (its version
+    moved, so a whole Put of it carries the name), or None when the head is being deleted (the
+    write's own commit then fails on it).
+
+    With no head yet, the name goes into a bare tombstone (readers see no session; a root's commit
+    replaces it on its exact version, as any finished tombstone). A session not known to be alive may
+    never see another save (a first turn whose writer died, in a session no one else knows of), so it
+    first gets an entry in the tenant's expiry index, due when the write goes stale:
+    ``delete_expired_sessions`` then takes the write back."""
+    token = engine.token()
+    head_key = keys.head_key(tenant, session_id)
+    if known is None or not known.alive:
+        due = keys.expiry_sk((staged.at + int(engine.settings.orphan_ttl.total_seconds())) * 1000, session_id)
+        entry = {"pk": keys.expiry_pk(tenant), "sk": {"S": due}, "sid": {"S": session_id}}
+        yield from write_one(engine.table, put_action(engine.table, entry))
+    update = Update().add(STAGED, {"SS": [staged.entry]}).set("hv", {"S": token})
+    action = {
+        "Update": {
+            "TableName": engine.table,
+            "Key": head_key,
+            **render(condition=exists("pk") & not_exists("del"), update=update),
+        }
+    }
+    if known is None or known.exists:  # no head known to be absent: name the write in the head there is
+        try:
+            answer = yield from write_one(engine.table, action, ReturnValues="ALL_NEW")
+            return Head.of(answer["Attributes"])
+        except Cancelled:
+            pass
+    stub = {**head_key, "hv": {"S": token}, "dead": {"BOOL": True}, "sv": {"N": "0"}, STAGED: {"SS": [staged.entry]}}
+    try:
+        yield from write_one(engine.table, put_action(engine.table, stub, render(condition=not_exists("pk"))))
+        return Head.of(stub)
+    except Cancelled:  # a head appeared meanwhile, or this very write landed and its answer was lost
+        item = yield from get_item(engine.table, head_key)
+        if item is not None and item.get("hv", {}).get("S") == token:
+            return Head.of(item)
+        return None
+
+
+def stale_staged(
+    engine: Engine, known: Head | None, own: Staging | None = None, now: int | None = None
+) -> list[Staging]:
+    """The staged writes a head names that started more than ``orphan_ttl`` before ``now`` (epoch
+    seconds; the clock's by default): their writer died or gave up (unlifted parts have expired by
+    then). ``own`` is never one."""
+    if known is None or known.item is None or STAGED not in known.item:
+        return []
+    cutoff = (engine.now_epoch() if now is None else now) - int(engine.settings.orphan_ttl.total_seconds())
+    found = [Staging.parse(e) for e in known.item[STAGED].get("SS", ()) if own is None or e != own.entry]
+    return [s for s in found if s is not None and s.at <= cutoff]
+
+
+def forget_staged(engine: Engine, tenant: str, session_id: str, staged: list[Staging]) -> dict[str, Any]:
+    """Take the names of staged writes that were taken back out of the head, outside a save (its version
+    stays: a name a whole Put built on an older read carries back is found gone and dropped again)."""
+    update = Update().delete(STAGED, {"SS": [s.entry for s in staged]})
+    return {
+        "Update": {
+            "TableName": engine.table,
+            "Key": keys.head_key(tenant, session_id),
+            **render(condition=exists("pk"), update=update),
+        }
+    }

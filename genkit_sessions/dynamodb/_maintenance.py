@@ -6,7 +6,9 @@ roots need no head or a finished tombstone), readers see no session, and the
 tombstone still lists every member, so a deletion that stops part-way is
 finished by running it again. The snapshot items, member pages, blob parts and
 staging markers go next, and a bare tombstone that keeps the session version
-last.
+last. The tombstone lands with an expiry index entry that the bare tombstone's
+transaction removes, so ``delete_expired_sessions`` finishes a deletion whose
+process died part-way.
 
 A restore writes its snapshot items, then replaces each touched head on the
 exact version it read; a turn that lands in between makes it read and
@@ -16,6 +18,7 @@ recompute instead of dropping that turn.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -23,7 +26,7 @@ import attrs
 
 from genkit_sessions.dynamodb import _head
 from genkit_sessions.dynamodb import _keys as keys
-from genkit_sessions.dynamodb._calls import Cancelled, Steps, batch_get, batch_write, query_partition, write_one
+from genkit_sessions.dynamodb._calls import Cancelled, Steps, batch_get, batch_write, call, query_partition, write_one
 from genkit_sessions.dynamodb._codec import Recipe, plan_state
 from genkit_sessions.dynamodb._commit import (
     MAX_TRANSACTION_ACTIONS,
@@ -52,20 +55,35 @@ from genkit_sessions.stores.write_rules import leaf_of, restorable, restore_orde
 
 __all__ = ["delete_session", "index_keys", "restore", "sweep_staged"]
 
+_log = logging.getLogger("genkit_sessions.dynamodb")
+
 _ROUNDS = 3
 
 
 def delete_session(engine: Engine, tenant: str, session_id: str) -> Steps[int]:
-    """V6 / S11: delete every item of the session; returns how many snapshots went."""
+    """V6 / S11: delete every item of the session; returns how many snapshots went.
+
+    The tombstone that starts a deletion lands with an entry in the tenant's expiry index, due after
+    ``orphan_ttl``, which the tombstone names (``rmd``) and the deletion removes last: a deletion
+    whose process died part-way is then finished by ``delete_expired_sessions`` (which deletes every
+    session whose tombstone says it is being deleted), so a deleted session's data never stays for
+    want of someone running the deletion again."""
     for _ in range(_ROUNDS):
         rows = yield from query_partition(engine.table, keys.session_pk(tenant, session_id))
         head = Head.of(next((r for r in rows if r["sk"]["S"] == keys.HEAD_SK), None))
         if not rows or (head.dead and not head.deleting and len(rows) == 1):
             engine.see_head(tenant, session_id, None)
             return 0
-        action, token = _head.tombstone(engine, tenant, session_id, head)
+        found_reminder = (head.item or {}).get("rmd") if head.deleting else None  # a rerun keeps its entry
+        due = (engine.now_epoch() + int(engine.settings.orphan_ttl.total_seconds())) * 1000
+        reminder = found_reminder or {"S": keys.expiry_sk(due, session_id)}
+        action, token = _head.tombstone(engine, tenant, session_id, head, reminder)
+        entry = {"pk": keys.expiry_pk(tenant), "sk": reminder, "sid": {"S": session_id}}
         try:
-            yield from write_one(engine.table, action)
+            if found_reminder is not None:
+                yield from write_one(engine.table, action)
+            else:
+                yield from transact_surely(engine, [action, put_action(engine.table, entry)])
         except Cancelled:
             continue  # a writer moved the head since this round read it: read again
         engine.see_head(tenant, session_id, None)
@@ -73,8 +91,10 @@ def delete_session(engine: Engine, tenant: str, session_id: str) -> Steps[int]:
         rows = yield from query_partition(engine.table, keys.session_pk(tenant, session_id))
         head = Head.of(next((r for r in rows if r["sk"]["S"] == keys.HEAD_SK), None))
         if not head.deleting:
+            yield from _forget_reminder(engine, entry)
             return 0  # another deletion of it finished meanwhile (and a new session may have started since)
         token = head.version or token  # another deletion may have re-marked it: finish the job on its token
+        entry["sk"] = (head.item or {}).get("rmd", reminder)  # and the entry it names
         found = yield from members(engine, tenant, session_id, member_ids(rows))
         yield from batch_write(engine.table, [{"DeleteRequest": {"Key": keys.snapshot_key(tenant, s)}} for s in found])
         engine.forget(tenant, found)
@@ -86,17 +106,27 @@ def delete_session(engine: Engine, tenant: str, session_id: str) -> Steps[int]:
         # Parts a writer staged after the first Query: its commit cannot land on the tombstone.
         late = yield from query_partition(engine.table, keys.session_pk(tenant, session_id), "pk, sk")
         yield from batch_write(engine.table, [delete_request(r) for r in late if r["sk"]["S"] != keys.HEAD_SK])
-        # Cancelled: another deletion of the same session took over and finishes the job.
+        # The bare tombstone and the entry's removal in one transaction, so the entry goes exactly when the
+        # deletion is done. Cancelled: another deletion of the same session took over and finishes the job.
+        last = _head.final_tombstone(engine, tenant, session_id, token, head.session_version)
+        drop_entry = {"Delete": {"TableName": engine.table, "Key": {"pk": entry["pk"], "sk": entry["sk"]}}}
         with contextlib.suppress(Cancelled):
-            yield from write_one(
-                engine.table, _head.final_tombstone(engine, tenant, session_id, token, head.session_version)
-            )
+            yield from transact_surely(engine, [last, drop_entry])
         return len(found)
     raise GenkitError(
         Status.ABORTED,
         f"session {session_id!r} kept changing under concurrent writers through {_ROUNDS} attempts to delete it "
         f"on DynamoDB table {engine.table!r}; stop its writers, then delete it again",
     )
+
+
+def _forget_reminder(engine: Engine, entry: dict[str, Any]) -> Steps[None]:
+    """Best effort: an entry left behind is dropped by ``delete_expired_sessions``, which finds the
+    session deleted."""
+    try:
+        yield from call("DeleteItem", engine.table, Key={"pk": entry["pk"], "sk": entry["sk"]})
+    except GenkitError as exc:
+        _log.info("could not remove a finished deletion's expiry index entry (%s)", exc)
 
 
 def index_keys(engine: Engine, tenant: str, session_id: str, item: Mapping[str, Any]) -> list[dict[str, Any]]:

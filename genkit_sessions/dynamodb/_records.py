@@ -23,12 +23,14 @@ absent at once, whatever DynamoDB's own TTL does later.
 
 from __future__ import annotations
 
+import contextlib
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from genkit_sessions.dynamodb import _head
 from genkit_sessions.dynamodb import _keys as keys
 from genkit_sessions.dynamodb._calls import Cancelled, Steps, batch_get, call, write_one
-from genkit_sessions.dynamodb._commit import transact_surely
+from genkit_sessions.dynamodb._commit import take_back_dead, transact_surely
 from genkit_sessions.dynamodb._engine import Engine
 from genkit_sessions.dynamodb._expressions import Update, eq, exists, not_exists, render
 from genkit_sessions.dynamodb._items import Head, put_action
@@ -232,6 +234,7 @@ def delete_expired(engine: Engine, tenant: str, before_ms: int) -> Steps[int]:
         "ConsistentRead": True,
     }
     deleted = 0
+    now = before_ms // 1000
     while True:
         page = yield from call("Query", engine.table, **dict(params))
         rows = page.get("Items", [])
@@ -242,9 +245,17 @@ def delete_expired(engine: Engine, tenant: str, before_ms: int) -> Steps[int]:
             session_id, sk = row["sid"]["S"], row["sk"]["S"]
             head = Head.of(heads.get((keys.session_pk(tenant, session_id)["S"], keys.HEAD_SK)))
             item = head.item or {}
-            if head.deleting:
+            if head.deleting:  # a deletion that stopped part-way: finish it (it removes the entries it names)
                 yield from delete_session(engine, tenant, session_id)
+                if sk not in (item.get("xi", {}).get("S"), item.get("rmd", {}).get("S")):
+                    yield from _drop_entry(engine, pk, sk)
             elif not head.alive or item.get("xi", {}).get("S") != sk:
+                # An entry a staged write left for a session it did not know alive: a write whose writer
+                # died is taken back (the head names it, tombstone or not), then the entry goes.
+                taken = yield from take_back_dead(engine, tenant, session_id, _head.stale_staged(engine, head, now=now))
+                if taken:
+                    with contextlib.suppress(Cancelled):  # Cancelled: the head went meanwhile, names and all
+                        yield from write_one(engine.table, _head.forget_staged(engine, tenant, session_id, taken))
                 yield from _drop_entry(engine, pk, sk)  # its session went, or was made again with its own entry
             elif int(item.get("xa", {"N": "0"})["N"]) < before_ms:
                 yield from delete_session(engine, tenant, session_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Iterable
 from typing import Any
@@ -40,6 +41,17 @@ def state_of(session_id: str, texts: list[str], custom: Any = None) -> SessionSt
     """A state whose messages alternate user / model with the given texts."""
     messages = tuple(Message.of_text("user" if i % 2 == 0 else "model", t) for i, t in enumerate(texts))
     return SessionState(session_id=session_id, messages=messages, custom=custom)
+
+
+@functools.lru_cache(maxsize=1)
+def _six_megabyte_texts() -> tuple[str, ...]:
+    rng = random.Random(5)
+    return tuple(noise(rng, 250_000) for _ in range(24))
+
+
+def six_megabytes(session_id: str = "s") -> SessionState:
+    """A state of 6 MB that barely compresses: more than one transaction holds, so its write is staged."""
+    return state_of(session_id, list(_six_megabyte_texts()))
 
 
 def save_new(

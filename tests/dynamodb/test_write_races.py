@@ -8,7 +8,6 @@ A second instance of the store is a second writer: it either runs between two ca
 
 from __future__ import annotations
 
-import functools
 import random
 from collections.abc import Callable
 from datetime import timedelta
@@ -37,6 +36,7 @@ from tests.dynamodb.helpers import (
     readable_ids,
     save_new,
     scan,
+    six_megabytes,
     state_of,
     twin,
 )
@@ -44,16 +44,6 @@ from tests.dynamodb_backends import guard_of
 
 StoreFactory = Any
 READS = {"GetItem", "BatchGetItem", "Query", "Scan"}
-
-
-@functools.lru_cache(maxsize=1)
-def _six_megabyte_texts() -> tuple[str, ...]:
-    rng = random.Random(5)
-    return tuple(noise(rng, 250_000) for _ in range(24))  # barely compresses: more than one transaction holds
-
-
-def _six_megabytes(session_id: str) -> SessionState:
-    return state_of(session_id, list(_six_megabyte_texts()))
 
 
 def _outcome(call: Callable[[], Any]) -> Any:
@@ -96,7 +86,7 @@ def test_delete_racing_a_first_large_write_never_leaves_a_session_that_reads_dat
 ) -> None:
     store = make_dynamo()
     deleter = twin(store)
-    big = _six_megabytes("s")
+    big = six_megabytes("s")
     guard = guard_of(store)
     # Today: parts (BatchWriteItem), their expiry lifted (UpdateItems), then the commit (TransactWriteItems).
     # The deletion runs just before the commit.
@@ -222,7 +212,7 @@ def test_a_staged_write_whose_commit_outcome_stays_unknown_leaves_parts_a_sweep_
         raise ReadTimeoutError(endpoint_url="http://127.0.0.1:1/")
 
     guard.faults.append(_before_first("TransactWriteItems", answer_lost))
-    outcome = _outcome(lambda: save_new(store, "big", _six_megabytes("s"), "p"))
+    outcome = _outcome(lambda: save_new(store, "big", six_megabytes("s"), "p"))
     guard.faults.clear()
     assert guard.calls["BatchWriteItem"] >= 1  # the parts were staged
     reader = cold(store)
@@ -264,7 +254,7 @@ def test_a_sweep_between_a_staged_writes_staging_and_its_commit_wins_and_the_wri
         swept.append(_outcome(lambda: sweeper.sweep_staged("s", older_than=timedelta(0))))
 
     guard_of(store).faults.append(_before_first("TransactWriteItems", sweep_now))
-    outcome = _outcome(lambda: save_new(store, "big", _six_megabytes("s"), "p"))
+    outcome = _outcome(lambda: save_new(store, "big", six_megabytes("s"), "p"))
     guard_of(store).faults.clear()
     guard_of(sweeper).after_faults.clear()
     if sweep == "finished":

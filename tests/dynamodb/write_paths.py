@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import random
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import attrs
@@ -24,12 +24,11 @@ from genkit_sessions import (
     Session,
     SessionResolver,
     SessionSnapshot,
-    SessionState,
     SnapshotStatus,
     Status,
 )
 from genkit_sessions.dynamodb import DynamoDBSessionStore
-from tests.dynamodb.helpers import cold, noise, save_new, state_of
+from tests.dynamodb.helpers import cold, noise, save_new, six_megabytes, state_of
 from tests.dynamodb_backends import client_error, guard_of
 
 StoreFactory = Any
@@ -73,20 +72,35 @@ class Path:
     """The store holds, before the run, parts of a write that never committed, named by their marker."""
 
 
-@functools.lru_cache(maxsize=1)
-def _six_megabytes() -> SessionState:
-    rng = random.Random(5)
-    return state_of("s", [noise(rng, 250_000) for _ in range(24)])  # barely compresses: it must be staged
-
-
 def _no_setup(store: DynamoDBSessionStore) -> None:
     pass
 
 
 class _StagedWrite(Operation):
     def act(self, face: Any) -> Any:
-        new = SessionSnapshot(snapshot_id="big", state=_six_megabytes())
+        new = SessionSnapshot(snapshot_id="big", state=six_megabytes())
         return face.save_snapshot("big", lambda current: new if current is None else None)
+
+
+def _one_turn(store: DynamoDBSessionStore) -> None:
+    save_new(store, "a", state_of("s", ["hello"]))
+
+
+class _StagedChild(Operation):
+    """A large state saved as the child of a turn: staged into a live session (its head names it)."""
+
+    def act(self, face: Any) -> Any:
+        new = SessionSnapshot(snapshot_id="big", parent_id="a", state=six_megabytes())
+        return face.save_snapshot("big", lambda current: new if current is None else None)
+
+
+class _StagedUpdate(Operation):
+    """A detached turn's progress grown past one transaction: a change of an existing snapshot, staged."""
+
+    def act(self, face: Any) -> Any:
+        return face.save_snapshot(
+            "p", lambda current: attrs.evolve(current, state=six_megabytes()) if current else None
+        )
 
 
 def _chat(store: DynamoDBSessionStore) -> None:
@@ -233,6 +247,33 @@ def _staged_but_never_committed(store: DynamoDBSessionStore) -> None:
         guard.faults.remove(commit_fails)
 
 
+class Killed(BaseException):
+    """The writer's process ends here: nothing of the store runs after it (not even an ``except``)."""
+
+
+def _turn_after_a_dead_writer(store: DynamoDBSessionStore) -> None:
+    """A chat whose large write died at its commit more than ``orphan_ttl`` (1 day) ago: its parts are
+    permanent, named by its marker and in the session's head, for the session's next save to take back."""
+    _chat(store)
+    past = datetime.now(timezone.utc) - timedelta(days=1, minutes=5)
+    dead = cold(store, clock=lambda: past)
+
+    def die(operation: str, params: dict[str, Any]) -> None:
+        if operation == "TransactWriteItems":
+            raise Killed
+
+    guard = guard_of(store)
+    guard.faults.append(die)
+    try:
+        save_new(dead, "big", six_megabytes(), "c")
+    except Killed:
+        pass
+    else:
+        raise AssertionError("the staged write was meant to die at its commit")
+    finally:
+        guard.faults.remove(die)
+
+
 class _Sweep(Operation):
     def act(self, face: Any) -> Any:
         return face.sweep_staged("s", older_than=timedelta(0))
@@ -240,7 +281,17 @@ class _Sweep(Operation):
 
 PATHS = [
     Path("staged-write", _no_setup, _StagedWrite, ("big",)),
+    Path("staged-child", _one_turn, _StagedChild, ("a", "big")),
+    Path("staged-update", _pending, _StagedUpdate, ("a", "p")),
     Path("turn-end", _chat, _TurnEnd, ("a", "b", "c"), dynamic=("turn",)),
+    Path(
+        "turn-takes-back-dead",
+        _turn_after_a_dead_writer,
+        _TurnEnd,
+        ("a", "b", "c", "big"),
+        dynamic=("turn",),
+        staged_before=True,
+    ),
     Path("update", _pending, _Update, ("a", "p")),
     # The pending snapshot's progress replaces its update blob: parts deleted in the write that adds new ones,
     # or (packed in its item) overwritten.
