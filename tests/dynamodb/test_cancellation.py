@@ -44,6 +44,7 @@ from tests.dynamodb.write_paths import (
     live,
     observe,
     recorded_sequences,
+    swept_calls,
 )
 from tests.dynamodb_backends import make_client, store_factory
 
@@ -157,7 +158,10 @@ class Point:
 
 SEQUENCES = recorded_sequences()  # the blocking store's calls: the same steps drive the async face
 POINTS = [
-    Point(path, index, outcome) for path in PATHS for index in range(len(SEQUENCES[path.name])) for outcome in OUTCOMES
+    Point(path, index, outcome)
+    for path in PATHS
+    for index in swept_calls(path, SEQUENCES[path.name])
+    for outcome in OUTCOMES
 ]
 
 

@@ -38,6 +38,7 @@ from tests.dynamodb.write_paths import (
     live,
     observe,
     recorded_sequences,
+    swept_calls,
 )
 from tests.dynamodb_backends import guard_of
 
@@ -63,7 +64,7 @@ class Point:
 POINTS = [
     Point(path, index, operation, kind)
     for path in PATHS
-    for index, operation in enumerate(SEQUENCES[path.name])
+    for index, operation in ((i, SEQUENCES[path.name][i]) for i in swept_calls(path, SEQUENCES[path.name]))
     for kind in KINDS
     if kind != "answer-lost" or operation in WRITES
 ]

@@ -70,6 +70,9 @@ class Path:
     deletes: bool = False
     staged_before: bool = False
     """The store holds, before the run, parts of a write that never committed, named by their marker."""
+    every_call: bool = True
+    """Sweep every call; False: of a run of three or more calls of one operation in a row (the lift of
+    each staged part's expiry, one loop of the store's), just the first and the last."""
 
 
 def _no_setup(store: DynamoDBSessionStore) -> None:
@@ -281,8 +284,8 @@ class _Sweep(Operation):
 
 PATHS = [
     Path("staged-write", _no_setup, _StagedWrite, ("big",)),
-    Path("staged-child", _one_turn, _StagedChild, ("a", "big")),
-    Path("staged-update", _pending, _StagedUpdate, ("a", "p")),
+    Path("staged-child", _one_turn, _StagedChild, ("a", "big"), every_call=False),
+    Path("staged-update", _pending, _StagedUpdate, ("a", "p"), every_call=False),
     Path("turn-end", _chat, _TurnEnd, ("a", "b", "c"), dynamic=("turn",)),
     Path(
         "turn-takes-back-dead",
@@ -417,6 +420,20 @@ def clean_run(make: StoreFactory, path: Path) -> Reference:
     finally:
         drop(store)
     return Reference(before, after, log)
+
+
+def swept_calls(path: Path, sequence: tuple[str, ...], *, every_call: bool | None = None) -> list[int]:
+    """The indexes of ``sequence`` (the calls ``path`` makes) a sweep breaks the path at: every one, or,
+    unless the path (or ``every_call``) asks for every call, the first and last of each run of three or
+    more calls of one operation in a row."""
+    if path.every_call if every_call is None else every_call:
+        return list(range(len(sequence)))
+    kept = []
+    for index, operation in enumerate(sequence):
+        inside = 0 < index < len(sequence) - 1 and sequence[index - 1] == operation == sequence[index + 1]
+        if not inside:
+            kept.append(index)
+    return kept
 
 
 @functools.lru_cache(maxsize=1)
