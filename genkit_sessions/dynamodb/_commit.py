@@ -245,13 +245,9 @@ def _create(
         engine, tenant, snapshot, recipe, expires, known, head_races_lost, expected
     )
     part_items = [] if inline else blob_part_items(tenant, session_id, name, parts, expires)
-    staged = None
-    if will_stage([put_item, *head_actions], part_items):  # named in the head first: a writer may die part-way
-        staged = _head.Staging(engine.now_epoch(), len(part_items), name)
-        known = (yield from _head.register_staged(engine, tenant, session_id, staged, known)) or known
-    taken = yield from take_back_dead(engine, tenant, session_id, _head.stale_staged(engine, known, staged))
-    if staged is not None or taken:  # the commit takes these names out of the head
-        drop = (*taken, *([staged] if staged is not None else []))
+    staging = name if will_stage([put_item, *head_actions], part_items) else None
+    known, drop = yield from _staging_and_the_dead(engine, tenant, session_id, staging, len(part_items), known)
+    if drop:  # the commit takes these names out of the head
         head_actions, head_after = _head.new_snapshot(
             engine, tenant, snapshot, recipe, expires, known, head_races_lost, expected, drop
         )
@@ -346,14 +342,10 @@ def _update(
     if len(actions) + len(old_parts) < MAX_TRANSACTION_ACTIONS - 1:  # room for a staged write's release
         actions += [{"Delete": {"TableName": engine.table, "Key": key}} for key in old_parts]
         old_parts = []
-    if len(actions) > 1:  # a change of the session: as for a new snapshot, staging named first, and the dead
-        staged = None
-        if will_stage(actions, parts):
-            staged = _head.Staging(engine.now_epoch(), len(parts), name)
-            known = (yield from _head.register_staged(engine, tenant, session_id, staged, known)) or known
-        taken = yield from take_back_dead(engine, tenant, session_id, _head.stale_staged(engine, known, staged))
-        if staged is not None or taken:
-            drop = (*taken, *([staged] if staged is not None else []))
+    if len(actions) > 1:  # a change of the session: staging named, and the dead taken back, as for a new one
+        staging = name if will_stage(actions, parts) else None
+        known, drop = yield from _staging_and_the_dead(engine, tenant, session_id, staging, len(parts), known)
+        if drop:
             actions[1] = _head.change(engine, tenant, session_id, known, now, expected, drop)
     try:
         yield from _commit(engine, tenant, session_id, name, actions, parts, existing.expires)
@@ -456,6 +448,21 @@ def _commit(
         except GenkitError as exc:
             _log.warning("could not take back an abandoned commit (%s); sweep_staged or delete_session will", exc)
         raise
+
+
+def _staging_and_the_dead(
+    engine: Engine, tenant: str, session_id: str, blob: str | None, parts: int, known: Head | None
+) -> Steps[tuple[Head | None, tuple[_head.Staging, ...]]]:
+    """What a save does to the head's staged names before its commit: name its own staged ``blob`` (of
+    ``parts`` parts; None when the write is not staged), and take back the staged writes of dead
+    writers the head names. Returns the head to build on and the names the commit takes out."""
+    own: tuple[_head.Staging, ...] = ()
+    if blob is not None:  # named in the head first: its writer may die part-way
+        own = (_head.Staging(engine.now_epoch(), parts, blob),)
+        known = (yield from _head.register_staged(engine, tenant, session_id, own[0], known)) or known
+    stale = _head.stale_staged(engine, known)
+    taken = (yield from take_back_dead(engine, tenant, session_id, stale)) if stale else []
+    return known, (*taken, *own)
 
 
 def will_stage(actions: list[dict[str, Any]], parts: list[dict[str, Any]]) -> bool:

@@ -48,6 +48,7 @@ __all__ = [
     "hint",
     "new_snapshot",
     "register_staged",
+    "reminder",
     "restored",
     "stale_staged",
     "tombstone",
@@ -393,9 +394,7 @@ def register_staged(
     token = engine.token()
     head_key = keys.head_key(tenant, session_id)
     if known is None or not known.alive:
-        due = keys.expiry_sk((staged.at + int(engine.settings.orphan_ttl.total_seconds())) * 1000, session_id)
-        entry = {"pk": keys.expiry_pk(tenant), "sk": {"S": due}, "sid": {"S": session_id}}
-        yield from write_one(engine.table, put_action(engine.table, entry))
+        yield from write_one(engine.table, put_action(engine.table, reminder(engine, tenant, session_id, staged.at)))
     update = Update().add(STAGED, {"SS": [staged.entry]}).set("hv", {"S": token})
     action = {
         "Update": {
@@ -421,17 +420,23 @@ def register_staged(
         return None
 
 
-def stale_staged(
-    engine: Engine, known: Head | None, own: Staging | None = None, now: int | None = None
-) -> list[Staging]:
+def stale_staged(engine: Engine, known: Head | None, now: int | None = None) -> list[Staging]:
     """The staged writes a head names that started more than ``orphan_ttl`` before ``now`` (epoch
     seconds; the clock's by default): their writer died or gave up (unlifted parts have expired by
-    then). ``own`` is never one."""
+    then). A write this save is staging started now, so it is never one."""
     if known is None or known.item is None or STAGED not in known.item:
         return []
     cutoff = (engine.now_epoch() if now is None else now) - int(engine.settings.orphan_ttl.total_seconds())
-    found = [Staging.parse(e) for e in known.item[STAGED].get("SS", ()) if own is None or e != own.entry]
+    found = [Staging.parse(e) for e in known.item[STAGED].get("SS", ())]
     return [s for s in found if s is not None and s.at <= cutoff]
+
+
+def reminder(engine: Engine, tenant: str, session_id: str, since: int) -> dict[str, Any]:
+    """An entry in the tenant's expiry index, due ``orphan_ttl`` after ``since`` (epoch seconds), for
+    ``delete_expired_sessions`` to find a write of the session whose writer may die part-way (a staged
+    first write, a deletion)."""
+    due = (since + int(engine.settings.orphan_ttl.total_seconds())) * 1000
+    return {"pk": keys.expiry_pk(tenant), "sk": {"S": keys.expiry_sk(due, session_id)}, "sid": {"S": session_id}}
 
 
 def forget_staged(engine: Engine, tenant: str, session_id: str, staged: list[Staging]) -> dict[str, Any]:

@@ -75,10 +75,10 @@ def delete_session(engine: Engine, tenant: str, session_id: str) -> Steps[int]:
             engine.see_head(tenant, session_id, None)
             return 0
         found_reminder = (head.item or {}).get("rmd") if head.deleting else None  # a rerun keeps its entry
-        due = (engine.now_epoch() + int(engine.settings.orphan_ttl.total_seconds())) * 1000
-        reminder = found_reminder or {"S": keys.expiry_sk(due, session_id)}
-        action, token = _head.tombstone(engine, tenant, session_id, head, reminder)
-        entry = {"pk": keys.expiry_pk(tenant), "sk": reminder, "sid": {"S": session_id}}
+        entry = _head.reminder(engine, tenant, session_id, engine.now_epoch())
+        if found_reminder is not None:
+            entry["sk"] = found_reminder
+        action, token = _head.tombstone(engine, tenant, session_id, head, entry["sk"])
         try:
             if found_reminder is not None:
                 yield from write_one(engine.table, action)
@@ -94,7 +94,7 @@ def delete_session(engine: Engine, tenant: str, session_id: str) -> Steps[int]:
             yield from _forget_reminder(engine, entry)
             return 0  # another deletion of it finished meanwhile (and a new session may have started since)
         token = head.version or token  # another deletion may have re-marked it: finish the job on its token
-        entry["sk"] = (head.item or {}).get("rmd", reminder)  # and the entry it names
+        entry["sk"] = (head.item or {}).get("rmd", entry["sk"])  # and the entry it names
         found = yield from members(engine, tenant, session_id, member_ids(rows))
         yield from batch_write(engine.table, [{"DeleteRequest": {"Key": keys.snapshot_key(tenant, s)}} for s in found])
         engine.forget(tenant, found)

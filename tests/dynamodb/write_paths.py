@@ -230,24 +230,39 @@ class _Delete(Operation):
         return face.delete_session("s")
 
 
+def _fails_at_commit(
+    store: DynamoDBSessionStore,
+    error: Callable[[], BaseException],
+    expected: type[BaseException],
+    write: Callable[[], object],
+) -> None:
+    """Run ``write`` with every commit (TransactWriteItems) on the store's client raising a new
+    ``error()``, and check that ``expected`` came out of it."""
+
+    def fail(operation: str, params: dict[str, Any]) -> None:
+        if operation == "TransactWriteItems":
+            raise error()
+
+    guard = guard_of(store)
+    guard.faults.append(fail)
+    try:
+        write()
+    except expected:
+        pass
+    else:
+        raise AssertionError(f"the write was meant to stop at its commit with {expected.__name__}")
+    finally:
+        guard.faults.remove(fail)
+
+
 def _staged_but_never_committed(store: DynamoDBSessionStore) -> None:
     """A large write whose commit failed with an unknown outcome every time: its parts stay, permanent,
     named by its staging marker (what a writer that died before its commit leaves too)."""
 
-    def commit_fails(operation: str, params: dict[str, Any]) -> None:
-        if operation == "TransactWriteItems":
-            raise client_error("InternalServerError", "Internal server error", operation, http_status=500)
+    def error() -> BaseException:
+        return client_error("InternalServerError", "Internal server error", "TransactWriteItems", http_status=500)
 
-    guard = guard_of(store)
-    guard.faults.append(commit_fails)
-    try:
-        _StagedWrite(store).run()
-    except GenkitError:
-        pass
-    else:
-        raise AssertionError("the staged write's commit was meant to fail")
-    finally:
-        guard.faults.remove(commit_fails)
+    _fails_at_commit(store, error, GenkitError, _StagedWrite(store).run)
 
 
 class Killed(BaseException):
@@ -260,21 +275,7 @@ def _turn_after_a_dead_writer(store: DynamoDBSessionStore) -> None:
     _chat(store)
     past = datetime.now(timezone.utc) - timedelta(days=1, minutes=5)
     dead = cold(store, clock=lambda: past)
-
-    def die(operation: str, params: dict[str, Any]) -> None:
-        if operation == "TransactWriteItems":
-            raise Killed
-
-    guard = guard_of(store)
-    guard.faults.append(die)
-    try:
-        save_new(dead, "big", six_megabytes(), "c")
-    except Killed:
-        pass
-    else:
-        raise AssertionError("the staged write was meant to die at its commit")
-    finally:
-        guard.faults.remove(die)
+    _fails_at_commit(store, Killed, Killed, lambda: save_new(dead, "big", six_megabytes(), "c"))
 
 
 class _Sweep(Operation):
