@@ -11,9 +11,13 @@ prose-like text per turn):
   message, and saves the turn's end. Our side resumes each turn from a cold
   store (a new ``DynamoDBSessionStore`` on the shared client: nothing cached,
   as in a new process); the peer keeps one warm ``DynamoDBSaver`` (one saver,
-  one client) for the whole run, as its users do. At turns 10, 100 and 1,000
-  each side resumes the leaf ``--repeats`` more times (ours cold every time,
-  the peer warm), the two alternating, and the medians are compared.
+  one client) for the whole run, as its users do. The peer plays twice, in
+  two tables: its ``messages`` channel holding LangChain messages with ids
+  (what ``MessagesState`` keeps, so what a LangGraph chat agent stores), and
+  holding plain dicts (its cheapest payload, which it unpacks without building
+  a message object); ours builds typed ``Message`` objects. At turns 10, 100
+  and 1,000 each side resumes the leaf ``--repeats`` more times (ours cold
+  every time, the peers warm), in rotating order, and the medians are compared.
   The peer's checkpoint holds the whole state, so what its turn t reads and
   writes does not depend on the turns before: it plays turns 1-100, then
   jumps to the state of turn ``t - 10`` with one unmetered put before each
@@ -331,11 +335,19 @@ class Ours:
         return _timed(lambda: store.get_snapshot(session_id=self.session_id))[1]
 
 
+PEER_MESSAGES = ("langchain", "dict")
+"""What the peer's ``messages`` channel holds: LangChain messages with ids (what ``MessagesState`` and its
+``add_messages`` reducer keep, so what a LangGraph chat agent stores), or plain dicts (the saver's
+cheapest payload: its serializer unpacks them without building a message object)."""
+
+
 class Peer:
     """DynamoDBSaver's side: one saver and one client for the whole run, as its users keep it, with S3
     offload (its items pass 400 KB around turn 90 without it)."""
 
-    def __init__(self, endpoint: str, s3_endpoint: str, message_bytes: int, seed: int, compress: bool) -> None:
+    def __init__(
+        self, endpoint: str, s3_endpoint: str, message_bytes: int, seed: int, compress: bool, messages: str
+    ) -> None:
         from langgraph_checkpoint_aws import DynamoDBSaver
 
         self.table = f"peer-{uuid.uuid4().hex[:8]}"
@@ -352,11 +364,13 @@ class Peer:
         self.meter = Meter()
         self.meter.attach(self.saver.client)
         self.meter.attach_s3(self.saver.storage.s3_client)
-        self.side = Side("DynamoDBSaver + S3 offload" + (" + compression" if compress else "") + " (one warm saver)")
+        what = "LangChain messages" if messages == "langchain" else "dict messages"
+        self.side = Side(f"DynamoDBSaver + S3 offload{' + compression' if compress else ''}, {what} (one warm saver)")
         self.prose = Prose(seed)
         self.message_bytes = message_bytes
         self.thread = {"configurable": {"thread_id": "chat-1", "checkpoint_ns": ""}}
-        self.messages: list[dict[str, str]] = []
+        self.kind = messages
+        self.messages: list[Any] = []
 
     def _put(self, turn: int, latest: Any) -> None:
         from langgraph.checkpoint.base import empty_checkpoint
@@ -369,11 +383,13 @@ class Peer:
         config = dict(latest.config) if latest else self.thread
         self.saver.put(config, checkpoint, {"source": "loop", "step": turn}, {"messages": turn + 1})  # type: ignore[arg-type]
 
-    def _new_messages(self) -> list[dict[str, str]]:
-        return [
-            {"role": "user", "content": self.prose.text(self.message_bytes)},
-            {"role": "model", "content": self.prose.text(self.message_bytes)},
-        ]
+    def _new_messages(self) -> list[Any]:
+        user, model = self.prose.text(self.message_bytes), self.prose.text(self.message_bytes)
+        if self.kind == "dict":
+            return [{"role": "user", "content": user}, {"role": "model", "content": model}]
+        from langchain_core.messages import AIMessage, HumanMessage
+
+        return [HumanMessage(content=user, id=str(uuid.uuid4())), AIMessage(content=model, id=str(uuid.uuid4()))]
 
     def turn(self, turn: int) -> tuple[float, Tally, Tally]:
         with self.meter.measure() as resume:
@@ -432,14 +448,13 @@ def _play(side: Ours | Peer, turn: int) -> None:
 
 
 def _checkpoint(sides: list[Ours | Peer], turn: int, repeats: int) -> None:
-    """Each side's resume at ``turn``: ``repeats`` resumes, alternating between the sides."""
+    """Each side's resume at ``turn``: ``repeats`` resumes, the sides in rotating order."""
     times: dict[int, list[float]] = {i: [] for i in range(len(sides))}
     tallies: dict[int, Tally] = {}
     warm: dict[int, list[float]] = {i: [] for i in range(len(sides))}
     for repeat in range(repeats):
         order = list(range(len(sides)))
-        if repeat % 2:
-            order.reverse()
+        order = order[repeat % len(order) :] + order[: repeat % len(order)]
         for i in order:
             gc.collect()
             ms, tally = sides[i].resume_cold()
@@ -466,29 +481,31 @@ def chat(
     seed: int = 42,
     repeats: int = 5,
     peer_compression: bool = False,
+    peer_messages: tuple[str, ...] = PEER_MESSAGES,
     log: Callable[[str], None] = print,
 ) -> list[Side]:
-    """The chat workload: ours (every turn on a cold store) and the peer (one warm saver), turn by turn
-    in alternating order; returns both sides' figures."""
+    """The chat workload: ours (every turn on a cold store) and the peer (one warm saver) for each kind
+    of ``peer_messages``, turn by turn in rotating order; returns every side's figures, ours first."""
     ours = Ours(endpoint, message_bytes, seed)
-    peer = Peer(endpoint, s3_endpoint, message_bytes, seed, peer_compression)
+    peers = [Peer(endpoint, s3_endpoint, message_bytes, seed, peer_compression, kind) for kind in peer_messages]
+    everyone: list[Ours | Peer] = [ours, *peers]
     checkpoints = tuple(c for c in checkpoints if c <= turns)
     peer_turns = set(range(1, min(turns, 100) + 1))
     for c in checkpoints:
         peer_turns |= set(range(max(1, c - 9), c + 1))
     started = time.perf_counter()
     for turn in range(1, turns + 1):
-        sides: list[Ours | Peer] = [ours, peer] if turn % 2 else [peer, ours]
-        for side in sides:
-            if side is peer and turn not in peer_turns:
+        shift = turn % len(everyone)
+        for side in everyone[shift:] + everyone[:shift]:
+            if isinstance(side, Peer) and turn not in peer_turns:
                 continue
-            if side is peer and turn - 1 not in peer_turns and turn > 1:
-                peer.jump_to(turn - 1)
+            if isinstance(side, Peer) and turn - 1 not in peer_turns and turn > 1:
+                side.jump_to(turn - 1)
             _play(side, turn)
         if turn in checkpoints:
-            _checkpoint([ours, peer], turn, repeats)
+            _checkpoint(everyone, turn, repeats)
             log(f"  chat: turn {turn} done, {time.perf_counter() - started:.0f} s, load {_load()}")
-    return [ours.side, peer.side]
+    return [side.side for side in everyone]
 
 
 @dataclass
@@ -680,6 +697,10 @@ def _mean(values: list[float]) -> float:
     return statistics.mean(values) if values else float("nan")
 
 
+def _bytes(window: list[Tally]) -> float:
+    return _mean([t.bytes_written for t in window])
+
+
 def _calls_text(calls: Counter[str]) -> str:
     db = {k: v for k, v in calls.items() if not k.startswith("s3:")}
     s3 = {k[3:]: v for k, v in calls.items() if k.startswith("s3:")}
@@ -696,66 +717,71 @@ def table(
     peer_large: list[str],
     turns: int,
 ) -> str:
-    """The report: one row per figure, ours and the peer side by side."""
-    ours, peer = sides
-    rows: list[tuple[str, str, str, str]] = []
+    """The report: one row per figure, ours and each peer side by side, and ours over each peer."""
+    ours, peers = sides[0], sides[1:]
+    rows: list[list[str]] = []
 
-    def row(label: str, a: str, b: str, ratio: str = "") -> None:
-        rows.append((label, a, b, ratio))
+    def row(label: str, a: str, others: list[str], ratio: str = "") -> None:
+        rows.append([label, a, *others, *[""] * (len(peers) - len(others)), ratio])
+
+    def ratios(values: list[float | None], of: float, fmt: str = "{:.2f}x") -> str:
+        return " / ".join(fmt.format(of / v) if v else "-" for v in values)
 
     for turn in sorted(ours.checkpoints):
-        o, p = ours.checkpoints[turn], peer.checkpoints.get(turn)
-        if p is None:
+        o = ours.checkpoints[turn]
+        ps = [p.checkpoints[turn] for p in peers if turn in p.checkpoints]
+        if len(ps) != len(peers):
             continue
         row(
             f"turn {turn:,}: resume, median (ours cold, peer warm)",
             f"{o.resume_ms:.1f} ms",
-            f"{p.resume_ms:.1f} ms",
-            f"{o.resume_ms / p.resume_ms:.2f}x",
+            [f"{p.resume_ms:.1f} ms" for p in ps],
+            ratios([p.resume_ms for p in ps], o.resume_ms),
         )
         row(
             "  resume from the store that saved (warm)",
             f"{o.warm_resume_ms:.1f} ms",
-            f"{p.warm_resume_ms:.1f} ms",
-            f"{(o.warm_resume_ms or 0) / (p.warm_resume_ms or 1):.2f}x",
+            [f"{p.warm_resume_ms:.1f} ms" for p in ps],
+            ratios([p.warm_resume_ms for p in ps], o.warm_resume_ms or 0),
         )
-        row("  calls per resume", _calls_text(o.resume.calls), _calls_text(p.resume.calls))
+        row("  calls per resume", _calls_text(o.resume.calls), [_calls_text(p.resume.calls) for p in ps])
         row(
             "  items fetched per resume",
             f"{o.resume.items_fetched} ({o.resume.bytes_fetched / 1000:,.0f} KB)",
-            f"{p.resume.items_fetched} ({p.resume.bytes_fetched / 1000:,.0f} KB)",
+            [f"{p.resume.items_fetched} ({p.resume.bytes_fetched / 1000:,.0f} KB)" for p in ps],
         )
-        row("  RRU per resume", f"{o.resume.rru:.1f}", f"{p.resume.rru:.1f}")
-        row("  calls per turn-end save", _calls_text(o.save.calls), _calls_text(p.save.calls))
-        wo, wp = _window(ours, turn - 9, turn), _window(peer, turn - 9, turn)
+        row("  RRU per resume", f"{o.resume.rru:.1f}", [f"{p.resume.rru:.1f}" for p in ps])
+        row("  calls per turn-end save", _calls_text(o.save.calls), [_calls_text(p.save.calls) for p in ps])
+        wo, wps = _window(ours, turn - 9, turn), [_window(p, turn - 9, turn) for p in peers]
         row(
             f"  bytes written per turn, turns {max(1, turn - 9)}-{turn}",
             f"{_mean([t.bytes_written for t in wo]):,.0f} B",
-            f"{_mean([t.bytes_written for t in wp]):,.0f} B",
-            f"{_mean([t.bytes_written for t in wo]) / _mean([t.bytes_written for t in wp]):.2%}",
+            [f"{_mean([t.bytes_written for t in wp]):,.0f} B" for wp in wps],
+            ratios(
+                [_mean([t.bytes_written for t in wp]) for wp in wps], _mean([t.bytes_written for t in wo]), "{:.2%}"
+            ),
         )
         row(
             f"  WRU per turn-end save, turns {max(1, turn - 9)}-{turn} (mean / max)",
             f"{_mean([t.wru for t in wo]):.1f} / {max(t.wru for t in wo):.0f}",
-            f"{_mean([t.wru for t in wp]):.1f} / {max(t.wru for t in wp):.0f}",
+            [f"{_mean([t.wru for t in wp]):.1f} / {max(t.wru for t in wp):.0f}" for wp in wps],
         )
-    early, late = _window(ours, 1, 10), _window(ours, turns - 9, turns)
-    early_p, late_p = _window(peer, 1, 10), _window(peer, turns - 9, turns)
 
-    def growth(a: list[Tally], b: list[Tally]) -> str:
+    def growth(side: Side) -> str:
+        a, b = _window(side, 1, 10), _window(side, turns - 9, turns)
         return f"{_mean([t.bytes_written for t in b]) / _mean([t.bytes_written for t in a]):.2f}x"
 
-    row(f"bytes per turn, turns {turns - 9}-{turns} / turns 1-10", growth(early, late), growth(early_p, late_p))
+    row(f"bytes per turn, turns {turns - 9}-{turns} / turns 1-10", growth(ours), [growth(p) for p in peers])
     if turns >= 200:
         row(
             f"  turns {turns - 99}-{turns} / turns 1-100 (ours: every turn played)",
-            growth(_window(ours, 1, 100), _window(ours, turns - 99, turns)),
-            "",
+            f"{_bytes(_window(ours, turns - 99, turns)) / _bytes(_window(ours, 1, 100)):.2f}x",
+            [],
         )
     row(
         f"WRU per turn-end save, mean of all {turns} turns (ours)",
         f"{_mean([t.wru for t in ours.per_turn.values()]):.1f}",
-        "",
+        [],
     )
     for f in flight:
         turn_calls = (f.resume.db_calls() + f.save.db_calls()) / f.sessions
@@ -763,7 +789,7 @@ def table(
             f"{f.sessions:,} sessions in flight, calls per turn: {f.name}",
             f"{turn_calls:.2f}: resume {f.resume.db_calls() / f.sessions:.2f}, "
             f"save {f.save.db_calls() / f.sessions:.2f}",
-            "",
+            [],
             f"save: {_calls_text(f.save.calls)}",
         )
     for big in large:
@@ -771,15 +797,15 @@ def table(
             row(
                 f"state of {_mb(big.size)} (ours): stored, read back equal",
                 f"{'yes' if big.equal else 'NO'}; read by id {_calls_text(big.read_by_id)}",
-                "",
+                [],
                 f"leaf {_calls_text(big.read_leaf)}; save {_calls_text(big.save_calls)}",
             )
         else:
-            row(f"state of {_mb(big.size)} (ours)", f"failed: {big.note}", "")
+            row(f"state of {_mb(big.size)} (ours)", f"failed: {big.note}", [])
     for note in peer_large:
-        row("largest state without S3 (peer)", "", note)
-    header = ("figure", sides[0].name, sides[1].name, "ours / peer, or more")
-    widths = [max(len(line[i]) for line in [header, *rows]) for i in range(4)]
+        row("largest state without S3 (peer)", "", [note])
+    header = ["figure", ours.name, *[p.name for p in peers], "ours / each peer, or more"]
+    widths = [max(len(line[i]) for line in [header, *rows]) for i in range(len(header))]
     rule = "+-" + "-+-".join("-" * w for w in widths) + "-+"
     out = [rule, "| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |", rule]
     out += ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |" for r in rows]
@@ -796,6 +822,7 @@ def suite(
     seed: int = 42,
     large_mb: tuple[float, ...] = (10, 35, 60, 100),
     peer_compression: bool = False,
+    peer_messages: tuple[str, ...] = PEER_MESSAGES,
     rollback: str = "keyed",
     log: Callable[[str], None] = print,
 ) -> str:
@@ -828,11 +855,14 @@ def suite(
             seed=seed,
             repeats=repeats,
             peer_compression=peer_compression,
+            peer_messages=peer_messages,
             log=log,
         )
-        flight = in_flight(ddb.moto_url, sessions=sessions)
+        flight = in_flight(ddb.moto_url, sessions=sessions) if sessions else []
         log(f"  in flight done, {time.perf_counter() - started:.0f} s, load {_load()}")
-        large, peer_large = large_states(ddb.moto_url, tuple(int(mb * 1_000_000) for mb in large_mb))
+        large, peer_large = (
+            large_states(ddb.moto_url, tuple(int(mb * 1_000_000) for mb in large_mb)) if large_mb else ([], [])
+        )
         log(f"  large states done, {time.perf_counter() - started:.0f} s, load {_load()}")
     report = table(sides, flight, large, peer_large, turns)
     return "\n".join([*lines, "", report, "", f"{time.perf_counter() - started:.0f} s; load {_load()}"])
@@ -848,6 +878,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--large", default="10,35,60,100", help="sizes of the large states, MB (empty: none)")
     parser.add_argument("--peer-compression", action="store_true", help="the peer with its checkpoint compression")
     parser.add_argument(
+        "--peer-messages",
+        default=",".join(PEER_MESSAGES),
+        help="what the peer's messages channel holds, one peer side each: langchain (LangChain messages, as "
+        "MessagesState keeps them), dict (plain dicts); comma-separated",
+    )
+    parser.add_argument(
+        "--chat-only", action="store_true", help="the chat workload only (no in-flight, no large states)"
+    )
+    parser.add_argument(
         "--rollback",
         choices=("keyed", "stock"),
         default="keyed",
@@ -859,12 +898,13 @@ def main(argv: list[str] | None = None) -> int:
     print(
         suite(
             turns=args.turns,
-            sessions=args.sessions,
+            sessions=0 if args.chat_only else args.sessions,
             message_bytes=args.message_bytes,
             repeats=args.repeats,
             seed=args.seed,
-            large_mb=tuple(float(x) for x in args.large.split(",") if x.strip()),
+            large_mb=() if args.chat_only else tuple(float(x) for x in args.large.split(",") if x.strip()),
             peer_compression=args.peer_compression,
+            peer_messages=tuple(x.strip() for x in args.peer_messages.split(",") if x.strip()),
             rollback=args.rollback,
             log=lambda line: print(line, file=sys.stderr, flush=True),  # progress; the report goes to stdout
         )

@@ -34,7 +34,12 @@ took about 7 s a page). And moto searches every response body with a
 regular expression for an XML ``<RequestId>`` to fill in, which for a JSON body
 (every DynamoDB answer) finds nothing after scanning it character by character,
 about half of what a 400 KB item costs to serve; patched, a body without the
-tag is left alone at once.
+tag is left alone at once. moto's JSON serializer writes each item attribute
+value by walking its ten-member shape through an attribute picker that tries
+two spellings of each member name (about 0.2 ms an attribute value: a
+BatchGetItem of a dozen items spent about half its time there); patched, a
+value of the plain shapes (S, N, B, SS, NS, BS, M, L, NULL, BOOL) is written
+directly, and anything else still goes through moto's serializer.
 """
 
 from __future__ import annotations
@@ -46,9 +51,10 @@ import logging
 import os
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["install_answer_preserving_patches", "install_keyed_rollback", "main"]
+__all__ = ["fast_attribute_serializer", "install_answer_preserving_patches", "install_keyed_rollback", "main"]
 
 
 class _Guard(threading.local):
@@ -159,8 +165,8 @@ def install_keyed_rollback() -> None:
 def install_answer_preserving_patches() -> None:
     """Patch moto (in this process) so that a Query of a table reads just the asked partition's items
     instead of sorting the whole table first, a Scan sorts the table on key values computed once an
-    item, and a response body without an XML ``<RequestId>`` is not
-    searched for one (see the module doc). Every answer stays the same."""
+    item, a response body without an XML ``<RequestId>`` is not searched for one, and DynamoDB's item
+    attribute values are serialized directly (see the module doc). Every answer stays the same."""
     from moto.core.responses import BaseResponse
     from moto.dynamodb.models.table import Table
 
@@ -175,6 +181,7 @@ def install_answer_preserving_patches() -> None:
         enrich_response._answer_preserving = True  # type: ignore[attr-defined]
         BaseResponse._enrich_response = staticmethod(enrich_response)  # type: ignore[method-assign]
 
+    _install_fast_attribute_serializer()
     table_class: Any = Table
     if getattr(table_class.query, "_answer_preserving", False):
         return
@@ -199,6 +206,81 @@ def install_answer_preserving_patches() -> None:
 
     query._answer_preserving = True  # type: ignore[attr-defined]
     table_class.query, table_class.all_items = query, all_items
+
+
+class _Unusual(Exception):
+    """An attribute value the fast serializer leaves to moto's own (anything but the plain shapes)."""
+
+
+_SCALARS = frozenset({"S", "N"})
+_STRING_SETS = frozenset({"SS", "NS"})
+
+
+def _attribute_json(base64: Callable[[Any], str], value: Any) -> dict[str, Any]:
+    """An ``AttributeValue`` as moto's JSON serializer writes it: members that are None left out, blobs
+    in base64, maps and lists converted member by member; :class:`_Unusual` for anything else."""
+    if type(value) is not dict:
+        raise _Unusual
+    out: dict[str, Any] = {}
+    for name, member in value.items():
+        if member is None:
+            continue
+        kind = type(member)
+        if name in _SCALARS and kind is str:
+            out[name] = member
+        elif name == "B" and kind in (bytes, str):
+            out[name] = base64(member)
+        elif name in _STRING_SETS and kind is list and all(type(x) is str for x in member):
+            out[name] = list(member)
+        elif name == "BS" and kind is list and all(type(x) in (bytes, str) for x in member):
+            out[name] = [base64(x) for x in member]
+        elif name == "M" and kind is dict:
+            out[name] = {k: _attribute_json(base64, v) for k, v in member.items() if v is not None}
+        elif name == "L" and kind is list:
+            out[name] = [_attribute_json(base64, v) for v in member]
+        elif name in ("NULL", "BOOL") and kind is bool:
+            out[name] = member
+        else:
+            raise _Unusual
+    return out
+
+
+def fast_attribute_serializer(stock: type[Any]) -> type[Any]:
+    """A subclass of moto's JSON response serializer ``stock`` that writes each item attribute value
+    directly instead of walking its ten-member shape through moto's attribute picker (about 0.2 ms an
+    attribute, most of what a read of a few items costs moto); any value but the plain shapes goes
+    through ``stock``. The body parses to the same JSON."""
+
+    def serialize_structure(self: Any, serialized: Any, value: Any, shape: Any, key: str) -> None:
+        if key and shape.name == "AttributeValue":
+            try:
+                serialized[self.get_serialized_name(shape, key)] = _attribute_json(self._base64, value)
+                return
+            except _Unusual:
+                pass
+        stock._serialize_type_structure(self, serialized, value, shape, key)
+
+    return type(f"Fast{stock.__name__}", (stock,), {"_serialize_type_structure": serialize_structure})
+
+
+def _install_fast_attribute_serializer() -> None:
+    import moto.core.responses as responses
+
+    stock_lookup = getattr(responses, "get_serializer_class", None)
+    if stock_lookup is None or getattr(stock_lookup, "_answer_preserving", False):
+        return  # a moto without the generic serializer (before 5.1), or already patched
+    fast: dict[type[Any], type[Any]] = {}
+
+    def get_serializer_class(service_name: str, protocol: str) -> type[Any]:
+        stock = stock_lookup(service_name, protocol)
+        if service_name != "dynamodb":
+            return stock
+        if stock not in fast:
+            fast[stock] = fast_attribute_serializer(stock)
+        return fast[stock]
+
+    get_serializer_class._answer_preserving = True  # type: ignore[attr-defined]
+    responses.get_serializer_class = get_serializer_class  # type: ignore[assignment]
 
 
 def _sorted_by_key_values(table: Any) -> list[Any]:

@@ -16,6 +16,8 @@ from typing import Any
 import boto3
 import pytest
 from botocore.exceptions import ClientError, ConnectionClosedError
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from genkit_sessions.dynamodb import create_table
 from genkit_sessions.dynamodb.local import LocalDynamoDB
@@ -457,3 +459,73 @@ def test_moto_in_a_subprocess_answers_every_query_and_scan_shape_and_a_large_rea
         assert len(whole[0]["Items"]) == 401 and len(paged) == 58  # 401 items, 7 a page
         assert [i["pk"]["S"] for i in whole[0]["Items"][:3]] == ["big", "p-0", "p-0"]  # the table's order
         assert 0 < sum(len(p["Items"]) for p in filtered) < 401
+
+
+_SCALAR_VALUES = st.one_of(
+    st.builds(lambda s: {"S": s}, st.text(max_size=12)),
+    st.builds(lambda n: {"N": str(n)}, st.integers(-(10**12), 10**12)),
+    st.builds(lambda b: {"B": b}, st.binary(min_size=1, max_size=40)),
+    st.builds(lambda s: {"SS": sorted(s)}, st.sets(st.text(min_size=1, max_size=6), min_size=1, max_size=4)),
+    st.builds(lambda s: {"NS": sorted(str(n) for n in s)}, st.sets(st.integers(-999, 999), min_size=1, max_size=4)),
+    st.builds(lambda s: {"BS": sorted(s)}, st.sets(st.binary(min_size=1, max_size=8), min_size=1, max_size=3)),
+    st.builds(lambda b: {"BOOL": b}, st.booleans()),
+    st.just({"NULL": True}),
+)
+_VALUES = st.recursive(
+    _SCALAR_VALUES,
+    lambda inner: st.one_of(
+        st.builds(lambda m: {"M": m}, st.dictionaries(st.text(min_size=1, max_size=6), inner, max_size=4)),
+        st.builds(lambda v: {"L": v}, st.lists(inner, max_size=4)),
+    ),
+    max_leaves=12,
+)
+_ITEMS = st.dictionaries(st.sampled_from(["a", "b", "c", "d", "e", "f"]), _VALUES, max_size=6)
+
+
+@pytest.fixture(scope="module")
+def stock_and_patched() -> Iterator[tuple[str, list[Any]]]:
+    """moto on this process's threads (stock) and moto in a subprocess (patched), a table on each."""
+    table = f"values-{uuid.uuid4().hex[:8]}"
+    with LocalDynamoDB() as stock, LocalDynamoDB(process=True) as patched:
+        clients = [stock.client(), patched.client()]
+        for client in clients:
+            create_table(client, table)
+        yield table, clients
+
+
+def _reads(client: Any, table: str, key: dict[str, Any]) -> list[Any]:
+    """One item read back by every read a store makes or an operator sends, without request metadata."""
+    answers = [
+        client.get_item(TableName=table, Key=key, ConsistentRead=True),
+        client.batch_get_item(RequestItems={table: {"Keys": [key], "ConsistentRead": True}}),
+        client.query(
+            TableName=table,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": key["pk"]},
+            ConsistentRead=True,
+        ),
+        client.transact_get_items(TransactItems=[{"Get": {"TableName": table, "Key": key}}]),
+        client.scan(TableName=table, FilterExpression="pk = :pk", ExpressionAttributeValues={":pk": key["pk"]}),
+    ]
+    for answer in answers:
+        answer.pop("ResponseMetadata")
+    return answers
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(attributes=_ITEMS)
+def test_moto_in_a_subprocess_serializes_every_attribute_value_shape_as_stock_moto_does(
+    stock_and_patched: tuple[str, list[Any]], attributes: dict[str, Any]
+) -> None:
+    # The subprocess writes plain attribute values directly instead of through moto's attribute picker;
+    # strings, numbers, blobs, sets, booleans, nulls, and maps and lists of them nested must read back
+    # exactly as stock moto answers them.
+    key = {"pk": {"S": f"p-{uuid.uuid4().hex}"}, "sk": {"S": "s"}}
+    item = {**attributes, **key}
+    table, clients = stock_and_patched
+    answers = []
+    for client in clients:
+        client.put_item(TableName=table, Item=item)
+        answers.append(_reads(client, table, key))
+    assert answers[0] == answers[1]
+    assert answers[1][0]["Item"] == item
