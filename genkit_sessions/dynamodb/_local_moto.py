@@ -36,9 +36,9 @@ regular expression for an XML ``<RequestId>`` to fill in, which for a JSON body
 about half of what a 400 KB item costs to serve; patched, a body without the
 tag is left alone at once. moto's JSON serializer writes each item attribute
 value by walking its ten-member shape through an attribute picker that tries
-two spellings of each member name (about 0.2 ms an attribute value: a
-BatchGetItem of a dozen items spent about half its time there); patched, a
-value of the plain shapes (S, N, B, SS, NS, BS, M, L, NULL, BOOL) is written
+two spellings of each member name (serializing the answer of a BatchGetItem
+of 12 items, 660 KB, took 4.8 ms, where patched it takes 2.1 ms): a value
+of the plain shapes (S, N, B, SS, NS, BS, M, L, NULL, BOOL) is written
 directly, and anything else still goes through moto's serializer.
 """
 
@@ -247,9 +247,9 @@ def _attribute_json(base64: Callable[[Any], str], value: Any) -> dict[str, Any]:
 
 def fast_attribute_serializer(stock: type[Any]) -> type[Any]:
     """A subclass of moto's JSON response serializer ``stock`` that writes each item attribute value
-    directly instead of walking its ten-member shape through moto's attribute picker (about 0.2 ms an
-    attribute, most of what a read of a few items costs moto); any value but the plain shapes goes
-    through ``stock``. The body parses to the same JSON."""
+    directly instead of walking its ten-member shape through moto's attribute picker, which tries two
+    spellings of every member name; any value but the plain shapes goes through ``stock``. The body
+    parses to the same JSON."""
 
     def serialize_structure(self: Any, serialized: Any, value: Any, shape: Any, key: str) -> None:
         if key and shape.name == "AttributeValue":
