@@ -264,15 +264,16 @@ def fast_attribute_serializer(stock: type[Any]) -> type[Any]:
 
 
 def _install_fast_attribute_serializer() -> None:
-    import moto.core.responses as responses
+    import moto.core.responses
 
+    responses: Any = moto.core.responses
     stock_lookup = getattr(responses, "get_serializer_class", None)
     if stock_lookup is None or getattr(stock_lookup, "_answer_preserving", False):
         return  # a moto without the generic serializer (before 5.1), or already patched
     fast: dict[type[Any], type[Any]] = {}
 
     def get_serializer_class(service_name: str, protocol: str) -> type[Any]:
-        stock = stock_lookup(service_name, protocol)
+        stock: type[Any] = stock_lookup(service_name, protocol)
         if service_name != "dynamodb":
             return stock
         if stock not in fast:
@@ -280,7 +281,7 @@ def _install_fast_attribute_serializer() -> None:
         return fast[stock]
 
     get_serializer_class._answer_preserving = True  # type: ignore[attr-defined]
-    responses.get_serializer_class = get_serializer_class  # type: ignore[assignment]
+    responses.get_serializer_class = get_serializer_class
 
 
 def _sorted_by_key_values(table: Any) -> list[Any]:
