@@ -753,7 +753,8 @@ class SessionSnapshot:
 
     ``status`` of ``None`` is how old writers say completed; read
     :attr:`effective_status` or :meth:`status_at` instead of the raw field.
-    ``created_at`` is filled by the store on the first write. ``parent_id`` is
+    ``created_at`` is filled by the store on the first write (until then ``""``: the wire form of
+    such a snapshot has no ``createdAt``, and does not decode until it is saved). ``parent_id`` is
     None for a root, however the wire said it (absent, or ``""`` as Genkit
     Python writes it; the wire converter keeps the ``""`` for the round trip).
     """

@@ -149,11 +149,28 @@ def run(tally: Tally, call: Callable[[], Any]) -> Any:
 
 
 def assert_correct(obj: Any) -> None:
-    """A correct result: encodes to JSON a store can keep, serialises, and decodes back equal."""
+    """A correct result: encodes to JSON a store can keep, serialises, and decodes back equal; a
+    snapshot not yet saved (no createdAt until a store stamps it) encodes without createdAt and that
+    JSON is refused, naming the key."""
     wire = to_wire(obj)
     assert json_problem(wire, check_text=True, max_depth=10_000) is None
     json.dumps(wire, allow_nan=False).encode("utf-8")
+    if isinstance(obj, types.SessionSnapshot) and obj.created_at == "":
+        assert "createdAt" not in wire
+        with pytest.raises(GenkitError, match="createdAt") as refused:
+            from_wire(type(obj), wire)
+        assert refused.value.status.value == "INVALID_ARGUMENT"
+        return
     assert from_wire(type(obj), wire) == obj
+
+
+def test_an_unsaved_snapshot_encodes_without_created_at_and_its_json_is_refused_until_a_store_stamps_it() -> None:
+    unsaved = types.SessionSnapshot("s-1", session_id="chat")
+    assert to_wire(unsaved) == {"snapshotId": "s-1", "sessionId": "chat"}
+    with pytest.raises(GenkitError, match="requires the key 'createdAt'"):
+        from_wire(types.SessionSnapshot, to_wire(unsaved))
+    stamped = attrs.evolve(unsaved, created_at="2026-12-02T00:00:00.000Z")
+    assert from_wire(types.SessionSnapshot, to_wire(stamped)) == stamped
 
 
 @pytest.fixture(scope="module")
