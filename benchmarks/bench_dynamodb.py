@@ -755,11 +755,9 @@ def table(
         wo, wps = _window(ours, turn - 9, turn), [_window(p, turn - 9, turn) for p in peers]
         row(
             f"  bytes written per turn, turns {max(1, turn - 9)}-{turn}",
-            f"{_mean([t.bytes_written for t in wo]):,.0f} B",
-            [f"{_mean([t.bytes_written for t in wp]):,.0f} B" for wp in wps],
-            ratios(
-                [_mean([t.bytes_written for t in wp]) for wp in wps], _mean([t.bytes_written for t in wo]), "{:.2%}"
-            ),
+            f"{_bytes(wo):,.0f} B",
+            [f"{_bytes(wp):,.0f} B" for wp in wps],
+            ratios([_bytes(wp) for wp in wps], _bytes(wo), "{:.2%}"),
         )
         row(
             f"  WRU per turn-end save, turns {max(1, turn - 9)}-{turn} (mean / max)",
@@ -769,7 +767,7 @@ def table(
 
     def growth(side: Side) -> str:
         a, b = _window(side, 1, 10), _window(side, turns - 9, turns)
-        return f"{_mean([t.bytes_written for t in b]) / _mean([t.bytes_written for t in a]):.2f}x"
+        return f"{_bytes(b) / _bytes(a):.2f}x"
 
     row(f"bytes per turn, turns {turns - 9}-{turns} / turns 1-10", growth(ours), [growth(p) for p in peers])
     if turns >= 200:

@@ -333,7 +333,8 @@ def _update(
     actions = [item_update]
     known = engine.known_head(tenant, session_id) or engine.head_with(tenant, snapshot_id)
     now = snapshot.updated_at or snapshot.created_at
-    if state_changed or status_changed:
+    changes_session = state_changed or status_changed  # the head's version moves: actions[1]
+    if changes_session:
         actions.append(_head.change(engine, tenant, session_id, known, now, expected))
     replaced = existing.recipe.refs[-1] if state_changed and existing.recipe.ends_in_update else None
     old_parts: list[dict[str, Any]] = []
@@ -342,7 +343,7 @@ def _update(
     if len(actions) + len(old_parts) < MAX_TRANSACTION_ACTIONS - 1:  # room for a staged write's release
         actions += [{"Delete": {"TableName": engine.table, "Key": key}} for key in old_parts]
         old_parts = []
-    if len(actions) > 1:  # a change of the session: staging named, and the dead taken back, as for a new one
+    if changes_session:  # staging named, and the dead taken back, as for a new snapshot
         staging = name if will_stage(actions, parts) else None
         known, drop = yield from _staging_and_the_dead(engine, tenant, session_id, staging, len(parts), known)
         if drop:
