@@ -24,6 +24,7 @@ __all__ = [
     "check_json",
     "json_problem",
     "short_path",
+    "strict_equal",
     "text_problem",
     "thaw",
 ]
@@ -207,3 +208,21 @@ def thaw(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [thaw(v) for v in value]
     return value
+
+
+def strict_equal(a: Any, b: Any) -> bool:
+    """JSON equality as the text sees it: ``1``, ``1.0`` and ``true`` differ, and so do ``0.0`` and ``-0.0``
+    (Python's ``==`` equates each pair). Mappings compare by keys, sequences in order."""
+    if a is b:
+        return True
+    if isinstance(a, dict):  # FrozenDict included
+        return isinstance(b, dict) and a.keys() == b.keys() and all(strict_equal(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return (
+            isinstance(b, (list, tuple))
+            and len(a) == len(b)
+            and all(strict_equal(x, y) for x, y in zip(a, b, strict=True))
+        )
+    if type(a) is not type(b) or a != b:
+        return False
+    return type(a) is not float or math.copysign(1.0, a) == math.copysign(1.0, b)

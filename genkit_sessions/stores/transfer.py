@@ -28,6 +28,7 @@ from typing import Protocol, TextIO, runtime_checkable
 import attrs
 
 from genkit_sessions.errors import GenkitError, Reason, Status
+from genkit_sessions.model.frozen_json import strict_equal
 from genkit_sessions.model.ids import validate_id
 from genkit_sessions.model.types import SessionSnapshot
 from genkit_sessions.model.wire import from_wire, to_wire
@@ -163,7 +164,8 @@ def check_source(source: Path, *, progress: Progress | None = None) -> tuple[int
 
 
 def _same(stored: SessionSnapshot | None, given: SessionSnapshot) -> bool:
-    return stored is not None and to_wire(stored) == to_wire(given)
+    """Whether the store holds ``given`` exactly: the same JSON, so ``1`` and ``1.0`` (or ``True``) differ."""
+    return stored is not None and strict_equal(to_wire(stored), to_wire(given))
 
 
 def import_snapshots(
