@@ -32,6 +32,7 @@ from typing import Any
 
 import attrs
 
+from genkit_sessions.model.frozen_json import strict_equal
 from genkit_sessions.model.types import Message, Role, SessionState, TextPart, slot_setter
 from genkit_sessions.model.wire import messages_from_wire, to_wire
 
@@ -208,21 +209,6 @@ def join_parts(parts: Sequence[bytes]) -> bytes:
 
 
 # --- JSON equality and diffs ----------------------------------------------------------------
-
-
-def strict_equal(a: Any, b: Any) -> bool:
-    """JSON equality that tells ``1``, ``1.0`` and ``True`` apart (Python's ``==`` does not)."""
-    if a is b:
-        return True
-    if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(strict_equal(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)):
-        return (
-            isinstance(b, (list, tuple))
-            and len(a) == len(b)
-            and all(strict_equal(x, y) for x, y in zip(a, b, strict=True))
-        )
-    return type(a) is type(b) and a == b
 
 
 def diff(old: Any, new: Any) -> list[list[Any]]:

@@ -219,6 +219,11 @@ def _create(
         parent = engine.cached(tenant, snapshot.parent_id)
         if parent is None:
             parent = yield from read_by_id(engine, tenant, snapshot.parent_id)
+        if parent is None and expected is not None:  # the version decides first, as in every store
+            head = yield from read_head(engine, tenant, session_id)
+            visible = head.visible_version(engine.now_ms())
+            if visible != expected:
+                raise version_conflict(session_id, expected, visible)
         check_parent(snapshot, parent.snapshot if parent is not None else None)
         assert parent is not None
         parent_state, parent_recipe = parent.snapshot.state, parent.recipe

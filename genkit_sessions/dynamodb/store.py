@@ -19,7 +19,7 @@ import importlib.util
 import os
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from genkit_sessions.dynamodb import _commit, _history, _maintenance, _reads, _records
@@ -783,9 +783,13 @@ def _find_steps(
     return _records.find_sessions(engine, tenant_key(engine.settings.tenant_of, context), name, value, limit, after)
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
 def _expired_steps(engine: Engine, before: datetime, context: Context) -> Steps[int]:
     rules.check_before(before)
-    before_ms = int(before.timestamp() * 1000)
+    micros = (before - _EPOCH) // timedelta(microseconds=1)  # exact, where a float timestamp rounds
+    before_ms = -(-micros // 1000)  # up: expiry instants are whole milliseconds, so "< before" keeps its meaning
     return _records.delete_expired(engine, tenant_key(engine.settings.tenant_of, context), before_ms)
 
 

@@ -41,15 +41,15 @@ class ChatMemoryStore:
 
     def get_messages(self, memory_id: str, *, context: Context = None) -> list[Message]:
         """M1: the session's complete active messages; an empty list for an unknown id."""
-        return list(self._service.get_history(memory_id, context=context or self._context))
+        return list(self._service.get_history(memory_id, context=self._context if context is None else context))
 
     def update_messages(self, memory_id: str, messages: Sequence[Message], *, context: Context = None) -> None:
         """M2: the session's new leaf holds exactly ``messages`` (one atomic write; a race is retried)."""
-        self._service.replace_messages(memory_id, messages, context=context or self._context)
+        self._service.replace_messages(memory_id, messages, context=self._context if context is None else context)
 
     def delete_messages(self, memory_id: str, *, context: Context = None) -> None:
         """M3: delete the session (V6)."""
-        self._service.delete(memory_id, context=context or self._context)
+        self._service.delete(memory_id, context=self._context if context is None else context)
 
 
 class AsyncChatMemoryStore:
@@ -68,15 +68,15 @@ class AsyncChatMemoryStore:
 
     async def get_messages(self, memory_id: str, *, context: Context = None) -> list[Message]:
         """See :meth:`ChatMemoryStore.get_messages`."""
-        return list(await self._service.get_history(memory_id, context=context or self._context))
+        return list(await self._service.get_history(memory_id, context=self._context if context is None else context))
 
     async def update_messages(self, memory_id: str, messages: Sequence[Message], *, context: Context = None) -> None:
         """See :meth:`ChatMemoryStore.update_messages`."""
-        await self._service.replace_messages(memory_id, messages, context=context or self._context)
+        await self._service.replace_messages(memory_id, messages, context=self._context if context is None else context)
 
     async def delete_messages(self, memory_id: str, *, context: Context = None) -> None:
         """See :meth:`ChatMemoryStore.delete_messages`."""
-        await self._service.delete(memory_id, context=context or self._context)
+        await self._service.delete(memory_id, context=self._context if context is None else context)
 
 
 def _async_face(store: Any, executor: concurrent.futures.Executor | None) -> Any:

@@ -244,13 +244,19 @@ class _Rules:
         batch = _with_event_ids(messages)
         given = {_event_id(m) for m, minted in batch if not minted}
         leaf: SessionSnapshot | None
+        retry_ids = len(given) == len(batch) and bool(given)  # every message named: possibly a retried call
         for attempt in range(self.max_append_attempts):
             cached = self._recall(session_id, context) if attempt == 0 else None
-            if cached is not None and (expected is None or cached[0] == expected):
+            from_cache = cached is not None and (expected is None or cached[0] == expected)
+            if cached is not None and from_cache:
                 version, leaf = cached
             else:
                 version, leaf = yield from self._current(session_id, context)
             if expected is not None and version != expected:
+                if retry_ids and leaf is not None:  # V10 before V9: a retry of an append that landed is a no-op
+                    seen = yield from self._event_ids(leaf, context)
+                    if all(_event_id(m) in seen for m, _ in batch):
+                        return AppendResult(True, version, leaf)
                 return AppendResult(False, version, None)
             if leaf is not None:
                 _require_completed(leaf)
@@ -264,12 +270,16 @@ class _Rules:
             try:
                 saved, after = yield from self._write(snapshot, version, context)
             except GenkitError as error:
-                if error.reason != Reason.VERSION_CONFLICT.value:
+                conflict = error.reason == Reason.VERSION_CONFLICT.value
+                stale = from_cache and (  # a refusal that wrote nothing, of a leaf the cache held: read again
+                    error.reason == Reason.SNAPSHOT_NOT_FOUND.value or error.status == Status.FAILED_PRECONDITION
+                )
+                if not conflict and not stale:
                     raise
                 self.forget(session_id, context)
-                if expected is not None:
+                if conflict and expected is not None:
                     return AppendResult(False, _current_version(error), None)
-                continue  # someone else's turn landed first: append after it
+                continue  # someone else's turn landed first (or the cached leaf is gone): read again
             return AppendResult(True, after, saved)
         raise GenkitError(
             Status.ABORTED,
@@ -291,8 +301,11 @@ class _Rules:
         assert session_id is not None
         after = version + 1
         if version == 0:  # a session's first snapshot continues from any version its id had before (V8)
-            record: SessionRecord | None = yield from _store_call("get_session_record", session_id, context=context)
-            after = record.version if record is not None else after
+            now, leaf = yield from self._current(session_id, context)
+            if leaf is None or leaf.snapshot_id != saved.snapshot_id:  # another writer's turn already followed
+                self.forget(session_id, context)
+                return saved, max(now, after)
+            after = now
         self._remember(session_id, context, after, saved)
         return saved, after
 
@@ -505,15 +518,25 @@ class _Rules:
                         Status.INVALID_ARGUMENT,
                         f"the compaction strategy returned {type(plan).__name__}; return a Compaction",
                     )
+                _check_plan(plan)
                 covered = safe_boundary(active, plan.covered)
                 if covered == 0:
                     return CompactionResult(False, kept=len(active))
+                if covered == len(active) and not plan.summary:
+                    raise GenkitError(
+                        Status.INVALID_ARGUMENT,
+                        f"the compaction strategy covers all {covered} active messages of session {session_id!r} "
+                        "and gives no summary, which would leave the history unreachable; keep at least one "
+                        "message or return a summary",
+                        reason=Reason.INVALID_INPUT,
+                    )
                 plan = Compaction(covered, plan.summary)
                 covered_prefix = active[:covered]
             summary = _summary(plan.summary, leaf.snapshot_id, plan.covered)
             kept = active[plan.covered :]
             try:
-                yield from self._write(_child(session_id, leaf, [*summary, *kept]), version, context)
+                view = _compacted_view(summary, kept, leaf.snapshot_id, plan.covered)
+                yield from self._write(_child(session_id, leaf, view), version, context)
             except GenkitError as error:
                 if error.reason != Reason.VERSION_CONFLICT.value:
                     raise
@@ -721,6 +744,45 @@ def _summary(summary: Sequence[Message], source_id: str, covered: int) -> tuple[
             metadata[COMPACTION] = {"snapshotId": source_id, "covered": covered}
         marked.append(attrs.evolve(message, metadata=metadata))
     return tuple(marked)
+
+
+def _check_plan(plan: Compaction) -> None:
+    """INVALID_ARGUMENT unless a strategy's answer covers an int count and its summary holds messages only."""
+    if isinstance(plan.covered, bool) or not isinstance(plan.covered, int):
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"the compaction strategy covered {plan.covered!r}; Compaction.covered is the int count of leading "
+            "active messages it replaces",
+            reason=Reason.INVALID_INPUT,
+        )
+    wrong = next((m for m in plan.summary if not isinstance(m, Message)), None)
+    if wrong is not None:
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"the compaction strategy's summary holds a {type(wrong).__name__}; Compaction.summary holds Messages",
+            reason=Reason.INVALID_INPUT,
+        )
+
+
+def _compacted_view(
+    summary: tuple[Message, ...], kept: Sequence[Message], source_id: str, covered: int
+) -> list[Message]:
+    """The active view after a compaction: the summary (its first message carries the marker), then the kept
+    messages; with no summary the first kept message carries the marker, so the covered history stays
+    reachable (V11). A kept message keeps no marker of an earlier compaction anywhere but first."""
+    rest = [_unmarked(m) for m in kept]
+    if summary:
+        return [*summary, *rest]
+    metadata = dict(thaw(_metadata(rest[0])))
+    metadata[COMPACTION] = {"snapshotId": source_id, "covered": covered}
+    return [attrs.evolve(rest[0], metadata=metadata), *rest[1:]]
+
+
+def _unmarked(message: Message) -> Message:
+    metadata = _metadata(message)
+    if COMPACTION not in metadata:
+        return message
+    return attrs.evolve(message, metadata={k: v for k, v in thaw(metadata).items() if k != COMPACTION} or None)
 
 
 def _current_version(error: GenkitError) -> int:

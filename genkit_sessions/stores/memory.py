@@ -22,9 +22,10 @@ import attrs
 
 from genkit_sessions.errors import GenkitError, Reason, Status
 from genkit_sessions.model.clock import Clock, MonotonicStamper, format_timestamp, utc_now
-from genkit_sessions.model.frozen_json import FrozenDict
+from genkit_sessions.model.frozen_json import FrozenDict, strict_equal
 from genkit_sessions.model.ids import id_problem, validate_id
 from genkit_sessions.model.types import Message, SessionSnapshot, SnapshotStatus
+from genkit_sessions.model.wire import to_wire
 from genkit_sessions.stores import session_rules as rules
 from genkit_sessions.stores.history_rules import check_bounds, window_of
 from genkit_sessions.stores.protocol import (
@@ -234,17 +235,21 @@ class InMemorySessionStore:
         with self._lock:
             tenant = self._tenant(context)
             existing = tenant.snapshots.get(snapshot_id)
-            if existing is not None and self._live(tenant, existing.session_id, writing=True) is None:
-                existing = None
+            expired_home = None  # the expired session ``existing`` lived in: deleted once the write is sure
+            if existing is not None and self._live(tenant, existing.session_id) is None:
+                expired_home, existing = existing.session_id, None
             snapshot = next_snapshot(snapshot_id, existing, mutator, self._stamp())
             if snapshot is None:
                 return None
             session_id: str = snapshot.session_id  # type: ignore[assignment]
-            live = self._live(tenant, session_id, writing=True)
+            live = self._live(tenant, session_id)
             if expected is not None:
                 current = live.visible_version if live is not None else 0
-                if current != expected:
+                if current != expected:  # refused before anything changes, an expired session included
                     raise rules.version_conflict(session_id, expected, current)
+            if expired_home is not None:
+                self._live(tenant, expired_home, writing=True)
+            self._live(tenant, session_id, writing=True)
             if existing is None:
                 if snapshot.parent_id is not None:
                     check_parent(snapshot, tenant.snapshots.get(snapshot.parent_id))
@@ -255,7 +260,7 @@ class InMemorySessionStore:
                 session.updated_at = snapshot.updated_at or snapshot.created_at
                 tenant.leaves[session_id] = snapshot
             else:
-                if existing.effective_status is not snapshot.effective_status or existing.state != snapshot.state:
+                if existing.effective_status is not snapshot.effective_status or _state_changed(existing, snapshot):
                     session = tenant.sessions[session_id]
                     self._advance(tenant, session_id, session)
                     session.updated_at = snapshot.updated_at or session.updated_at
@@ -455,6 +460,7 @@ class InMemorySessionStore:
         context: Context = None,
     ) -> HistoryWindow:
         """H2: the leaf's newest active messages within the bounds (a dictionary probe and a slice)."""
+        validate_id(session_id, "session_id", Reason.INVALID_SESSION_ID)
         check_bounds(max_messages, max_bytes)
         leaf = self.get_snapshot(session_id=session_id, context=context)
         messages = leaf.state.messages if leaf is not None and leaf.state is not None else None
@@ -699,3 +705,13 @@ class AsyncInMemorySessionStore:
     async def delete_expired_sessions(self, before: datetime, *, context: Context = None) -> int:
         """See :meth:`InMemorySessionStore.delete_expired_sessions`."""
         return self.sync.delete_expired_sessions(before, context=context)
+
+
+def _state_changed(before: SessionSnapshot, after: SessionSnapshot) -> bool:
+    """Whether a write changed the snapshot's state as its JSON says (V8): ``1`` to ``true`` or ``1.0``
+    is a change that Python's ``==`` does not see."""
+    if before.state is after.state:
+        return False
+    if before.state != after.state:
+        return True
+    return not strict_equal(to_wire(before.state), to_wire(after.state))

@@ -101,6 +101,17 @@ def check_ttl(ttl: timedelta | None) -> None:
             f"ttl must be a positive datetime.timedelta or None, got {ttl!r}; for an hour pass timedelta(hours=1)",
             reason=Reason.INVALID_INPUT,
         )
+    if ttl > MAX_TTL:
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"ttl {ttl!r} is longer than the longest this SDK keeps, {MAX_TTL.days} days (100 years); "
+            "for a session that never expires pass ttl=None",
+            reason=Reason.INVALID_INPUT,
+        )
+
+
+MAX_TTL = timedelta(days=36525)
+"""The longest ttl a session takes (100 years): any expiry it gives is a date every store can write."""
 
 
 def check_option(name: str, value: Any, valid: bool, expected: str, example: str) -> None:
