@@ -90,13 +90,39 @@ def _principal_ids(store: Any, principal: str, context: Any) -> Iterator[str]:
 
 @contextlib.contextmanager
 def _output(path: Path | None) -> Iterator[TextIO]:
+    """stdout, or ``path`` written through ``<path>.partial`` so only a finished export takes the name;
+    FAILED_PRECONDITION naming the path when it cannot be written."""
     if path is None:
         yield sys.stdout
         return
     partial = path.with_name(path.name + ".partial")
-    with partial.open("w", encoding="utf-8", newline="\n") as out:
-        yield out
-    partial.replace(path)  # only a finished export takes the name
+    try:
+        out = partial.open("w", encoding="utf-8", newline="\n")
+    except OSError as exc:
+        raise _unwritable(path, exc) from None
+    try:
+        with out:
+            yield out
+        partial.replace(path)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise _unwritable(path, exc) from None
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+
+
+def _unwritable(path: Path, exc: OSError) -> GenkitError:
+    hint = (
+        f"create the directory {str(path.parent)!r} first, or name a file in one that exists"
+        if isinstance(exc, FileNotFoundError)
+        else "check the path, its permissions and the free space, or write to stdout and redirect it"
+    )
+    return GenkitError(
+        Status.FAILED_PRECONDITION,
+        f"cannot write the export to {str(path)!r}: {exc.strerror or exc}; {hint}",
+        details={"path": str(path)},
+    )
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -134,8 +160,12 @@ def _source(name: str) -> Iterator[Path]:
         return
     with tempfile.TemporaryDirectory() as folder:  # stdin is read twice (check, then write): keep a copy
         spooled = Path(folder) / "stdin.jsonl"
-        with spooled.open("w", encoding="utf-8") as copy:
-            shutil.copyfileobj(sys.stdin, copy)
+        with spooled.open("wb") as copy:
+            raw = getattr(sys.stdin, "buffer", None)  # bytes as sent: the import judges their encoding
+            if raw is not None:
+                shutil.copyfileobj(raw, copy)
+            else:
+                copy.write(sys.stdin.read().encode("utf-8", "surrogateescape"))
         yield spooled
 
 

@@ -21,7 +21,7 @@ Genkit's wire snapshots, so they are neither exported nor imported.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Protocol, TextIO, runtime_checkable
 
@@ -127,40 +127,109 @@ def read_source(source: Path) -> Iterator[SessionSnapshot]:
     """The snapshots of a JSON Lines export (blank lines skipped, in the file's order: each session's
     snapshots by createdAt, the leaf last) or of a ``FileSessionStore`` directory (its ``*.json`` files, by
     createdAt, then name), each decoded and checked as an import needs it (sessionId filled
-    from the state when only that names it). INVALID_ARGUMENT names the line or file at fault."""
-    if source.is_dir():
+    from the state when only that names it). INVALID_ARGUMENT names the line or file at fault (JSON that
+    is not a snapshot, text that is not UTF-8); FAILED_PRECONDITION names a source that cannot be read."""
+    for _, snapshot in _located(source):
+        yield snapshot
+
+
+def _located(source: Path) -> Iterator[tuple[str, SessionSnapshot]]:
+    """:func:`read_source`'s snapshots, each with where it was read (``line 3 of x.jsonl``, a file's path)."""
+    try:
+        is_dir = source.is_dir()
+    except OSError as exc:
+        raise _unreadable(source, exc) from None
+    if is_dir:
         # A FileSessionStore directory keeps no order: createdAt is the only evidence of the order its
         # snapshots were written in, and a restore commits new snapshots in the order given (S8).
-        stamped = sorted(
-            (_decode(path.read_text(encoding="utf-8"), f"{path}").created_at, path.name, path)
-            for path in source.glob("*.json")
-        )
+        try:
+            paths = list(source.glob("*.json"))
+        except OSError as exc:
+            raise _unreadable(source, exc) from None
+        stamped = sorted((_decode(_file_text(path), f"{path}").created_at, path.name, path) for path in paths)
         for _, _, path in stamped:
-            yield _decode(path.read_text(encoding="utf-8"), f"{path}")
+            yield f"{path}", _decode(_file_text(path), f"{path}")
         return
     if not source.exists():
         raise GenkitError(
             Status.NOT_FOUND, f"{source} does not exist; name a JSON Lines export or a FileSessionStore directory"
         )
-    with source.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
-            if line.strip():
-                yield _decode(line, f"line {number} of {source}")
+    try:
+        with source.open("rb") as lines:
+            for number, line in enumerate(lines, 1):
+                where = f"line {number} of {source}"
+                text = _utf8(line, where)
+                if text.strip():
+                    yield where, _decode(text, where)
+    except OSError as exc:
+        raise _unreadable(source, exc) from None
+
+
+def _unreadable(source: Path, exc: OSError) -> GenkitError:
+    return GenkitError(
+        Status.FAILED_PRECONDITION,
+        f"cannot read {source}: {exc.strerror or exc}; nothing was imported: check the path and its permissions, "
+        "then run the import again",
+        details={"path": str(source)},
+    )
+
+
+def _file_text(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise _unreadable(path, exc) from None
+    return _utf8(data, f"{path}")
+
+
+def _utf8(data: bytes, where: str) -> str:
+    """``data`` as UTF-8 text; INVALID_ARGUMENT naming ``where`` and the first bad byte when it is not."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        cut = exc.reason == "unexpected end of data"
+        problem = (
+            f"ends inside a multi-byte UTF-8 character (byte {exc.start}): the file looks cut short"
+            if cut
+            else f"is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start} of the line)"
+        )
+        advice = (
+            "export it again or copy it whole"
+            if cut
+            else "exports are UTF-8: convert it (e.g. iconv -f latin1 -t utf-8) or export it again"
+        )
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"{where} {problem}; nothing was imported: {advice}, and run the import again",
+            details={"where": where, "offset": exc.start},
+            reason=Reason.INVALID_INPUT,
+        ) from None
 
 
 def check_source(source: Path, *, progress: Progress | None = None) -> tuple[int, int]:
     """Decode and check every snapshot of ``source`` without writing; ``(snapshots, sessions)``.
 
-    Memory holds the session ids seen, not the snapshots.
+    A snapshot id given twice refuses the whole source (INVALID_ARGUMENT naming both places): an import
+    restores each id once. Memory holds the ids seen (snapshots and sessions), not the snapshots.
     """
-    count = 0
     sessions: set[str] = set()
-    for snapshot in read_source(source):
-        count += 1
+    seen: dict[str, str] = {}
+    for where, snapshot in _located(source):
+        first = seen.get(snapshot.snapshot_id)
+        if first is not None:
+            raise GenkitError(
+                Status.INVALID_ARGUMENT,
+                f"{where} repeats snapshot id {snapshot.snapshot_id!r} of {first}; nothing was imported: an import "
+                "restores each snapshot once, so keep one of the two (or give the other its own id) and run the "
+                "import again",
+                details={"snapshotId": snapshot.snapshot_id, "first": first, "again": where},
+                reason=Reason.INVALID_INPUT,
+            )
+        seen[snapshot.snapshot_id] = where
         sessions.add(snapshot.session_id or "")
         if progress is not None:
             progress(1)
-    return count, len(sessions)
+    return len(seen), len(sessions)
 
 
 def _same(stored: SessionSnapshot | None, given: SessionSnapshot) -> bool:
@@ -189,6 +258,7 @@ def import_snapshots(
         return ImportCounts(total, sessions, 0, 0)
     written = unchanged = 0
     batch: list[SessionSnapshot] = []
+    places: list[str] = []
 
     def held(snapshots: list[SessionSnapshot]) -> dict[str, SessionSnapshot | None]:
         """What the store holds of ``snapshots``: a list of each of their sessions when the store can list
@@ -205,17 +275,40 @@ def import_snapshots(
         stored = held(batch)
         fresh = [s for s in batch if not _same(stored.get(s.snapshot_id), s)]
         if fresh:
-            store.restore_snapshots(fresh, context=context)
+            try:
+                store.restore_snapshots(fresh, context=context)
+            except GenkitError as error:
+                raise _refused(error, batch, places, written) from error
         written += len(fresh)
         unchanged += len(batch) - len(fresh)
         if progress is not None:
             progress(len(batch))
         batch.clear()
+        places.clear()
 
-    for snapshot in read_source(source):
+    for where, snapshot in _located(source):
         batch.append(snapshot)
+        places.append(where)
         if len(batch) >= batch_size:
             flush()
     if batch:
         flush()
     return ImportCounts(total, sessions, written, unchanged)
+
+
+def _refused(error: GenkitError, batch: list[SessionSnapshot], places: list[str], written: int) -> GenkitError:
+    """The store's refusal of a batch, naming the line (or file) it is about when the store named the
+    snapshot, else the batch's first and last, and what was already written."""
+    details = error.details if isinstance(error.details, Mapping) else {}
+    named = details.get("snapshotId")
+    where = next((p for s, p in zip(batch, places, strict=True) if s.snapshot_id == named), None)
+    if where is None:
+        where = places[0] if len(places) == 1 else f"one of {places[0]} to {places[-1]}"
+    return GenkitError(
+        error.status,
+        f"{where}: the store refused it: {error.message}; the {written} snapshot(s) before this batch were "
+        "written and stay; fix the line (or remove it) and run the import again: what is already stored as "
+        "given is left alone",
+        details={"where": where, "written": written, "store": error.details},
+        reason=error.reason,
+    )
