@@ -16,6 +16,7 @@ from typing import Any, NoReturn, TypeAlias
 from genkit_sessions.errors import GenkitError, Reason, Status
 
 __all__ = [
+    "MAX_INT_DIGITS",
     "MAX_JSON_DEPTH",
     "FrozenDict",
     "JsonObject",
@@ -41,6 +42,13 @@ MAX_JSON_DEPTH = 64
 """How deeply free-form JSON (custom state, part data, metadata, tool input) may nest objects and
 arrays. Deeper values are refused when a model object is built, in every store alike, instead of
 exhausting the stack of whichever component first walks them."""
+
+MAX_INT_DIGITS = 4300
+"""How many decimal digits an integer may have: Python's default limit on converting between ``int`` and
+text, so ``json.dumps`` can write every integer a model object holds and ``json.loads`` can read it back.
+Larger integers are refused when a model object is built (store them as strings)."""
+
+_INT_LIMIT = 10**MAX_INT_DIGITS
 
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
@@ -112,7 +120,11 @@ def json_problem(
     stack: list[tuple[Any, str, int]] = [(value, path, 0)]
     while stack:
         item, where, depth = stack.pop()
-        if item is None or isinstance(item, (bool, int)):
+        if item is None or isinstance(item, bool):
+            continue
+        if isinstance(item, int):
+            if not -_INT_LIMIT < item < _INT_LIMIT:
+                return where, _huge_int_problem(item)
             continue
         if isinstance(item, str):
             problem = text_problem(item) if check_text else None
@@ -146,6 +158,14 @@ def json_problem(
     return None
 
 
+def _huge_int_problem(value: int) -> str:
+    digits = int(abs(value).bit_length() * 0.30103) + 1  # about: str() itself refuses so many digits
+    return (
+        f"is an integer of about {digits} digits; JSON text with more than {MAX_INT_DIGITS} digits cannot be "
+        "written or read back: store it as a string"
+    )
+
+
 def short_path(path: str, limit: int = 100) -> str:
     """A JSON path cut in the middle when it is too long to read."""
     return path if len(path) <= limit else f"{path[: limit // 2]}...{path[-limit // 2 :]}"
@@ -159,7 +179,8 @@ def check_json(value: Any, what: str) -> None:
         raise GenkitError(
             Status.INVALID_ARGUMENT,
             f"{short_path(where)}: {problem}; pass JSON data only: dicts with string keys, lists, strings, finite "
-            f"numbers, booleans and None, nested at most {MAX_JSON_DEPTH} deep",
+            f"numbers (integers of at most {MAX_INT_DIGITS} digits), booleans and None, nested at most "
+            f"{MAX_JSON_DEPTH} deep",
             details={"field": what, "inner": where[len(what) :], "problem": problem},
             reason=Reason.INVALID_INPUT,
         )
@@ -172,7 +193,7 @@ def freeze(value: Any, what: str = "value") -> Any:
     part that is not JSON (see :func:`json_problem`).
     """
     if isinstance(value, (str, int, float, bool)) or value is None:
-        if isinstance(value, (str, float)):
+        if isinstance(value, (str, float)) or (isinstance(value, int) and not -_INT_LIMIT < value < _INT_LIMIT):
             check_json(value, what)
         return value
     if isinstance(value, FrozenDict) and value._height is not None:
