@@ -138,7 +138,65 @@ def _frozen_mapping(value: Mapping[str, Any] | None, what: str = "extra") -> Fro
 
 def _extra() -> Any:
     """Wire keys this version does not know, kept verbatim for the round trip."""
-    return attrs.field(default=_NOTHING, converter=_frozen_mapping, kw_only=True, repr=False)
+    return attrs.field(
+        default=_NOTHING, converter=_frozen_mapping, validator=_only_unknown_keys, kw_only=True, repr=False
+    )
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word.title() for word in rest)
+
+
+def _folded(key: str) -> str:
+    """A key with case and separators folded away, as the wire decoder compares near misses."""
+    return key.replace("_", "").replace("-", "").replace(" ", "").casefold()
+
+
+@functools.lru_cache(maxsize=64)
+def _wire_keys(cls: Any) -> dict[str, str]:
+    """The wire keys of ``cls``'s fields (``extra`` aside), each mapped to its field name."""
+    return {_camel(f.name): f.name for f in attrs.fields(cls) if f.name != "extra"}
+
+
+_KEPT_IN_EXTRA: dict[tuple[str, str], object] = {("SessionSnapshot", "parentId"): ""}
+"""Known keys ``extra`` may hold, in the one form the wire decoder puts there (``parentId: ""``, a root as
+Genkit Python writes it; the model's ``parent_id`` is None either way)."""
+
+
+def _only_unknown_keys(instance: Any, attribute: attrs.Attribute[Any], value: FrozenDict) -> None:
+    """``extra`` holds keys this version does not know: a known key there would make the object's JSON say
+    something the object does not (a parent, messages), and the stores would disagree on what they keep.
+    A part's ``extra`` holds no other part kind either (null aside, which reads as absent)."""
+    if not value:
+        return
+    cls: Any = type(instance)
+    known = _wire_keys(cls)
+    where = f"{cls.__name__}.extra"
+    for key, item in value.items():
+        if key in known:
+            kept = _KEPT_IN_EXTRA.get((cls.__name__, key), _NOTHING)
+            if type(item) is type(kept) and item == kept:
+                continue
+            raise _invalid(
+                where,
+                f"holds {key!r}, a key {cls.__name__} knows",
+                f"set the field {known[key]!r} instead; extra is for wire keys this version does not know",
+            )
+        meant = next((k for k in known if _folded(k) == _folded(key)), None)
+        if meant is not None:
+            raise _invalid(
+                where,
+                f"holds {key!r}, which looks like the key {meant!r} (JSON holding it is refused)",
+                f"set the field {known[meant]!r} instead, or give the key another name",
+            )
+        kind = _PART_KINDS.get(key) if cls in _PART_KINDS.values() else None
+        if kind is not None and kind is not cls and item is not None:
+            raise _invalid(
+                where,
+                f"holds the part kind {key!r}; a part holds exactly one kind",
+                f"make it a {kind.__name__} of its own",
+            )
 
 
 def _json(name: str) -> Any:
@@ -342,7 +400,23 @@ def _optional_finish_reason(value: FinishReason | str | None) -> FinishReason | 
 
 
 def _unknown_fields(value: Mapping[str, Any]) -> FrozenDict:
-    return _frozen_mapping(value, "UnknownPart.fields")
+    fields = _frozen_mapping(value, "UnknownPart.fields")
+    for key, item in fields.items():
+        kind = _PART_KINDS.get(key) or (CustomPart if key == "custom" else None)
+        if kind is not None and item is not None:
+            raise _invalid(
+                "UnknownPart.fields",
+                f"holds the known part kind {key!r}",
+                f"make it a {kind.__name__}; UnknownPart is for kinds this version does not know",
+            )
+        meant = next((k for k in _FOLDED_KIND_KEYS if _folded(k) == _folded(key) and k != key), None)
+        if meant is not None:
+            raise _invalid(
+                "UnknownPart.fields",
+                f"holds {key!r}, which looks like the part key {meant!r} (JSON holding it is refused)",
+                f"send {meant!r} (keys are camelCase), or give the key another name",
+            )
+    return fields
 
 
 # --- parts ---------------------------------------------------------------------------------
@@ -474,6 +548,22 @@ class UnknownPart:
     """A part of a kind this version does not know, kept exactly as it came."""
 
     fields: FrozenDict = attrs.field(converter=_unknown_fields)
+
+
+_PART_KINDS: dict[str, type] = {
+    "text": TextPart,
+    "media": MediaPart,
+    "toolRequest": ToolRequestPart,
+    "toolResponse": ToolResponsePart,
+    "data": DataPart,
+    "reasoning": ReasoningPart,
+    "resource": ResourcePart,
+}
+"""The exclusive part kinds by wire key. ``custom`` is not one of them: as in Genkit's schema, it may ride
+on any other kind (kept in that part's ``extra``), and is the kind only when it is alone."""
+
+_FOLDED_KIND_KEYS = (*_PART_KINDS, "custom", "metadata")
+"""The keys an unknown part may not hold a near miss of (the wire decoder refuses them)."""
 
 
 Part = Union[  # noqa: UP007 (cattrs dispatches on this alias)

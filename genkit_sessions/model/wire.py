@@ -31,23 +31,18 @@ from genkit_sessions.errors import GenkitError, Reason, Status
 from genkit_sessions.model.clock import parse_timestamp
 from genkit_sessions.model.frozen_json import MAX_JSON_DEPTH, FrozenDict, JsonObject, json_problem, short_path, thaw
 from genkit_sessions.model.types import (
+    _PART_KINDS,
     _ROLES,
     AgentInit,
     CustomPart,
-    DataPart,
     FinishReason,
-    MediaPart,
     Message,
     Messages,
     Part,
-    ReasoningPart,
-    ResourcePart,
     Role,
     SessionSnapshot,
     SnapshotStatus,
     TextPart,
-    ToolRequestPart,
-    ToolResponsePart,
     UnknownPart,
 )
 
@@ -249,19 +244,6 @@ converter.register_unstructure_hook_factory(_has_extra, _extra_unstructure_facto
 
 
 # --- parts: exactly one kind key decides the class -------------------------------------------
-
-_PART_KINDS: dict[str, type] = {
-    "text": TextPart,
-    "media": MediaPart,
-    "toolRequest": ToolRequestPart,
-    "toolResponse": ToolResponsePart,
-    "data": DataPart,
-    "reasoning": ReasoningPart,
-    "resource": ResourcePart,
-}
-"""The exclusive kinds. ``custom`` is not one of them: as in Genkit's schema, it may ride on
-any other kind (kept in that part's ``extra``), and is the kind only when it is alone."""
-
 
 _FOLDED_PART_KINDS = {_folded(kind): kind for kind in (*_PART_KINDS, "custom", "metadata")}
 
