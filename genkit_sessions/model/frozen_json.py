@@ -18,6 +18,7 @@ from genkit_sessions.errors import GenkitError, Reason, Status
 __all__ = [
     "MAX_INT_DIGITS",
     "MAX_JSON_DEPTH",
+    "MAX_WIRE_DEPTH",
     "FrozenDict",
     "JsonObject",
     "JsonValue",
@@ -42,6 +43,10 @@ MAX_JSON_DEPTH = 64
 """How deeply free-form JSON (custom state, part data, metadata, tool input) may nest objects and
 arrays. Deeper values are refused when a model object is built, in every store alike, instead of
 exhausting the stack of whichever component first walks them."""
+
+MAX_WIRE_DEPTH = 2 * MAX_JSON_DEPTH
+"""How deeply a whole wire document may nest: room for the model's own levels (snapshot, state,
+messages, parts) around free-form JSON of :data:`MAX_JSON_DEPTH` levels."""
 
 MAX_INT_DIGITS = 4300
 """How many decimal digits an integer may have: Python's default limit on converting between ``int`` and

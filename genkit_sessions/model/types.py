@@ -20,7 +20,7 @@ from typing import Any, TypeVar, Union, get_args, overload
 import attrs
 
 from genkit_sessions.errors import GenkitError, Reason, Status
-from genkit_sessions.model.frozen_json import FrozenDict, JsonValue, freeze, text_problem
+from genkit_sessions.model.frozen_json import MAX_WIRE_DEPTH, FrozenDict, JsonValue, freeze, text_problem
 
 __all__ = [
     "TERMINAL_STATUSES",
@@ -419,6 +419,61 @@ def _unknown_fields(value: Mapping[str, Any]) -> FrozenDict:
     return fields
 
 
+# --- how deeply parts nest ------------------------------------------------------------------
+
+MAX_PART_DEPTH = MAX_WIRE_DEPTH - 5
+"""How many levels of JSON objects and arrays one part may nest, itself included: a part sits 5 levels
+down in a snapshot's JSON (snapshot, state, messages, message, content; or artifacts, artifact, parts),
+so a snapshot holding it stays within :data:`~genkit_sessions.model.wire.MAX_WIRE_DEPTH`, the depth the
+wire decoder reads. Only tool responses (``content`` of parts) can nest parts in parts."""
+
+
+def _json_height(value: Any) -> int:
+    """How many levels of objects and arrays a frozen JSON value nests (0 for a scalar)."""
+    if isinstance(value, FrozenDict):
+        if value._height is not None:
+            return value._height
+        return 1 + max((_json_height(v) for v in value.values()), default=0)
+    if isinstance(value, tuple):
+        return 1 + max((_json_height(v) for v in value), default=0)
+    return 0
+
+
+def _wire_height(obj: Any) -> int:
+    """How many levels of objects and arrays ``obj``'s wire JSON nests: a model object is an object whose
+    ``extra`` keys sit beside its fields, a tuple of model objects an array."""
+    if isinstance(obj, UnknownPart):
+        return max(1, _json_height(obj.fields))
+    if isinstance(obj, (tuple, Messages)):
+        return 1 + max((_wire_height(v) for v in obj), default=0)
+    if not attrs.has(type(obj)):
+        return _json_height(obj)
+    height = 0
+    for field in attrs.fields(type(obj)):
+        value = getattr(obj, field.name)
+        if field.name == "extra":
+            height = max(height, max((_json_height(v) for v in value.values()), default=0))
+        elif value is not None and not isinstance(value, str):
+            height = max(height, _wire_height(value))
+    return 1 + height
+
+
+def _shallow_enough(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """A tool response whose parts nest so deeply that a snapshot holding it could not be read back is
+    refused when it is built (its JSON would be deeper than the wire decoder reads)."""
+    if not value:
+        return
+    height = _wire_height(instance)
+    if height > MAX_PART_DEPTH - 1:
+        raise _invalid(
+            _where(instance, attribute),
+            f"nests {height + 1} levels of JSON objects and arrays as a part; a part may nest at most "
+            f"{MAX_PART_DEPTH}, so that a snapshot holding it stays within the {MAX_WIRE_DEPTH} levels the "
+            "wire format reads",
+            "nest fewer tool responses inside one another, or carry the deep data as text",
+        )
+
+
 # --- parts ---------------------------------------------------------------------------------
 
 
@@ -451,7 +506,9 @@ class ToolResponse:
     ref: str | None = attrs.field(default=None, validator=_optional_text)
     output: JsonValue = _json("output")
     content: tuple[Part, ...] | None = attrs.field(
-        default=None, converter=_optional_tuple, validator=_members(lambda: PART_TYPES, "a part")
+        default=None,
+        converter=_optional_tuple,
+        validator=[_members(lambda: PART_TYPES, "a part"), _shallow_enough],
     )
     extra: FrozenDict = _extra()
 

@@ -29,7 +29,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 
 from genkit_sessions.errors import GenkitError, Reason, Status
 from genkit_sessions.model.clock import parse_timestamp
-from genkit_sessions.model.frozen_json import MAX_JSON_DEPTH, FrozenDict, JsonObject, json_problem, short_path, thaw
+from genkit_sessions.model.frozen_json import MAX_WIRE_DEPTH, FrozenDict, JsonObject, json_problem, short_path, thaw
 from genkit_sessions.model.types import (
     _PART_KINDS,
     _ROLES,
@@ -47,10 +47,6 @@ from genkit_sessions.model.types import (
 )
 
 __all__ = ["MAX_WIRE_DEPTH", "converter", "from_wire", "messages_from_wire", "to_wire"]
-
-MAX_WIRE_DEPTH = 2 * MAX_JSON_DEPTH
-"""How deeply a whole wire document may nest: room for the model's own levels (snapshot, state,
-messages, parts) around free-form JSON of :data:`MAX_JSON_DEPTH` levels."""
 
 T = TypeVar("T")
 
