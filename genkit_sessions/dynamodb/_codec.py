@@ -272,56 +272,83 @@ def _apply(doc: Any, kind: Any, path: list[Any], value: Any, depth: int) -> Any:
 # --- state plans ----------------------------------------------------------------------------
 
 
+UNKNOWN = -1
+"""A blob's message size in a recipe written before message sizes were recorded."""
+
+
 @attrs.frozen
 class Recipe:
-    """How to rebuild a state: blob references in fold order, with each blob's level, message count and size.
+    """How to rebuild a state: blob references in fold order, with each blob's level, message count and sizes.
 
     ``refs`` are ``(name, parts)`` pairs. ``levels`` gives each blob's level:
     0 for a delta, 1 or more for a page (a page of level ``k`` folds the blobs
     of level ``k - 1`` before it). Levels never increase along the recipe.
     ``ends`` gives the message count once each blob is applied, ``sizes`` each
     blob's compressed size in bytes (0 when a recipe written before sizes
-    were recorded does not say). Blob names carry a random nonce and blobs never
-    change, so a blob's size follows from its name: two recipes are equal when
-    their refs, levels and ends are, whatever sizes each one knows.
+    were recorded does not say), and ``message_sizes`` the bytes of the
+    messages each blob adds, as a window counts them (``history_rules.message_bytes``;
+    :data:`UNKNOWN` for a blob written before they were recorded). Blob names
+    carry a random nonce and blobs never change, so a blob's sizes follow from
+    its name: two recipes are equal when their refs, levels and ends are,
+    whatever sizes each one knows.
+
+    As JSON (:meth:`to_json`): ``[refs, levels, ends, sizes, message_sizes]``;
+    :meth:`from_json` also reads the older ``[refs, levels, ends]`` and
+    ``[refs, levels, ends, sizes]``, and an empty ``sizes`` list (a read hint).
     """
 
     refs: tuple[tuple[str, int], ...] = ()
     levels: tuple[int, ...] = ()
     ends: tuple[int, ...] = ()
     sizes: tuple[int, ...] = attrs.field(default=(), eq=False)
+    message_sizes: tuple[int, ...] = attrs.field(default=(), eq=False)
 
     def to_json(self) -> list[Any]:
-        return [[list(ref) for ref in self.refs], list(self.levels), list(self.ends), list(self.sizes)]
+        return [
+            [list(ref) for ref in self.refs],
+            list(self.levels),
+            list(self.ends),
+            list(self.sizes),
+            list(self.message_sizes),
+        ]
 
     def hint_json(self) -> list[Any]:
-        """What a read needs of the recipe (a session head's read hint): the refs, levels and ends; only
-        a write plans with the sizes, and it plans from the snapshot's own record."""
-        return [[list(ref) for ref in self.refs], list(self.levels), list(self.ends)]
+        """What a read needs of the recipe (a session head's read hint): the refs, levels, ends and message
+        sizes; only a write plans with the compressed sizes, and it plans from the snapshot's own record."""
+        return [[list(ref) for ref in self.refs], list(self.levels), list(self.ends), [], list(self.message_sizes)]
 
     @classmethod
     def from_json(cls, data: Any) -> Recipe:
         try:
-            if len(data) == 3:  # written before sizes were recorded
-                refs, levels, ends = data
-                sizes: Any = [0] * len(refs)
-            else:
-                refs, levels, ends, sizes = data
+            if not isinstance(data, list) or not 3 <= len(data) <= 5:
+                raise ValueError(f"a recipe is a list of 3 to 5 lists, got {type(data).__name__}")
+            refs, levels, ends = data[:3]
+            sizes: Any = data[3] if len(data) > 3 and data[3] else [0] * len(refs)
+            message_sizes: Any = data[4] if len(data) > 4 else [UNKNOWN] * len(refs)
             recipe = cls(
                 tuple((str(n), int(p)) for n, p in refs),
                 tuple(int(v) for v in levels),
                 tuple(int(e) for e in ends),
                 tuple(int(z) for z in sizes),
+                tuple(int(b) for b in message_sizes),
             )
         except (TypeError, ValueError) as exc:
             raise CorruptData(f"malformed recipe: {exc}") from None
-        if not len(recipe.refs) == len(recipe.levels) == len(recipe.ends) == len(recipe.sizes):
+        if not (
+            len(recipe.refs) == len(recipe.levels) == len(recipe.ends) == len(recipe.sizes) == len(recipe.message_sizes)
+        ):
             raise CorruptData("malformed recipe: refs, levels, ends and sizes differ in length")
         return recipe
 
     def prefix(self, count: int) -> Recipe:
         """The first ``count`` blobs of this recipe."""
-        return Recipe(self.refs[:count], self.levels[:count], self.ends[:count], self.sizes[:count])
+        return Recipe(
+            self.refs[:count],
+            self.levels[:count],
+            self.ends[:count],
+            self.sizes[:count],
+            self.message_sizes[:count],
+        )
 
     @property
     def ends_in_update(self) -> bool:
@@ -348,6 +375,8 @@ class Plan:
     level: int
     keep: Recipe
     end: int
+    message_size: int = 0
+    """The bytes of the messages the payload adds (``history_rules.message_bytes`` summed)."""
 
     @property
     def is_page(self) -> bool:
@@ -357,7 +386,11 @@ class Plan:
         """The recipe once the payload is stored under ``name`` in ``parts`` parts, ``size`` bytes compressed."""
         keep = self.keep
         return Recipe(
-            (*keep.refs, (name, parts)), (*keep.levels, self.level), (*keep.ends, self.end), (*keep.sizes, size)
+            (*keep.refs, (name, parts)),
+            (*keep.levels, self.level),
+            (*keep.ends, self.end),
+            (*keep.sizes, size),
+            (*keep.message_sizes, self.message_size),
         )
 
 
@@ -457,20 +490,36 @@ def plan_state(
     if added is None or not base.refs:
         return _full(messages, rest, has, 0)
     level, kept = _carry(base.levels, base.sizes, max(checkpoint_every, 2), levels, top_bytes, top_count)
+    wire = [to_wire(m) for m in added]
+    size = _list_bytes(wire)
     if level == 0:
         if folded:
-            return Plan({"a": [to_wire(m) for m in added], "r": rest, "h": has}, 0, base, len(messages))
-        payload = {"a": [to_wire(m) for m in added], "p": diff(_rest(previous), rest), "h": has}
-        return Plan(payload, 0, base, len(messages))
+            return Plan({"a": wire, "r": rest, "h": has}, 0, base, len(messages), size)
+        payload = {"a": wire, "p": diff(_rest(previous), rest), "h": has}
+        return Plan(payload, 0, base, len(messages), size)
     keep = base.prefix(kept)
     if not kept or keep.levels.count(levels) >= max_pages:
         return _full(messages, rest, has, level)
-    since = messages[keep.ends[-1] :]
-    return Plan({"a": [to_wire(m) for m in since], "r": rest, "h": has}, level, keep, len(messages))
+    folded_sizes = base.message_sizes[kept:]
+    since = [to_wire(m) for m in messages[keep.ends[-1] : len(messages) - len(added)]] + wire
+    if UNKNOWN in folded_sizes or len(folded_sizes) != len(base.refs) - kept:
+        size = _list_bytes(since)
+    else:  # the blobs this page folds already know their messages' sizes
+        size += sum(folded_sizes)
+    return Plan({"a": since, "r": rest, "h": has}, level, keep, len(messages), size)
 
 
 def _full(messages: Sequence[Message], rest: Any, has: bool, level: int) -> Plan:
-    return Plan({"m": [to_wire(m) for m in messages], "r": rest, "h": has}, level, Recipe(), len(messages))
+    wire = [to_wire(m) for m in messages]
+    return Plan({"m": wire, "r": rest, "h": has}, level, Recipe(), len(messages), _list_bytes(wire))
+
+
+def _list_bytes(wire: list[Any]) -> int:
+    """The sum of each message's compact wire JSON in UTF-8 (``history_rules.message_bytes``), from one
+    dump of the list: the list's text less its brackets and commas."""
+    if not wire:
+        return 0
+    return len(json.dumps(wire, separators=(",", ":"), ensure_ascii=False).encode("utf-8")) - len(wire) - 1
 
 
 def fold(payloads: Sequence[Any], decode_messages: Any) -> SessionState | None:

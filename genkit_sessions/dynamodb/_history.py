@@ -25,7 +25,14 @@ import attrs
 
 from genkit_sessions.dynamodb import _keys as keys
 from genkit_sessions.dynamodb._calls import Steps, batch_get, get_item
-from genkit_sessions.dynamodb._codec import CorruptData, Recipe, decompress, is_update_blob, stored_messages
+from genkit_sessions.dynamodb._codec import (
+    UNKNOWN,
+    CorruptData,
+    Recipe,
+    decompress,
+    is_update_blob,
+    stored_messages,
+)
 from genkit_sessions.dynamodb._engine import Engine
 from genkit_sessions.dynamodb._items import Head
 from genkit_sessions.dynamodb._reads import (
@@ -136,24 +143,42 @@ def blocks(engine: Engine, plan: HistoryPlan, start: int, stop: int) -> Steps[tu
     return _messages(engine, handle, range(start, stop), found)
 
 
-def _first_block(counts: tuple[int, ...], levels: tuple[int, ...], max_messages: int | None) -> int:
-    """The first block a window needs: enough blocks from the end for ``max_messages``, or, with a byte
-    bound only, the newest page and what follows it."""
+def _first_block(recipe: Recipe, max_messages: int | None, max_bytes: int | None) -> tuple[int, bool]:
+    """The first block a window needs, and whether that is known for sure: enough blocks from the end
+    for ``max_messages`` and for ``max_bytes`` (all of them with no bound). A byte bound over blobs
+    whose message sizes the recipe does not record (written before it did) starts at the newest page
+    and what follows it, or where the recorded sizes run out, and is not sure: the window then reads
+    older blocks one by one until the bound is met."""
+    counts, first, sure = _counts(recipe), 0, True
     if max_messages is not None:
         covered, index = 0, len(counts)
         while index > 0 and covered < max_messages:
             index -= 1
             covered += counts[index]
-        return index
-    pages = [i for i, level in enumerate(levels) if level > 0]
-    return pages[-1] if pages else 0
+        first = index
+    if max_bytes is not None:
+        covered, index = 0, len(counts)
+        sizes = recipe.message_sizes
+        while index > first and covered < max_bytes:
+            if sizes[index - 1] == UNKNOWN:
+                if max_messages is None:  # older blocks may be needed: read the newest page, then see
+                    pages = [i for i, level in enumerate(recipe.levels) if level > 0]
+                    index, sure = min(index, pages[-1] if pages else 0), False
+                else:  # the blocks of the newest max_messages hold every message the window keeps
+                    index = first
+                break
+            index -= 1
+            covered += sizes[index]
+        first = max(first, index)
+    return first, sure
 
 
 def window(
     engine: Engine, tenant: str, session_id: str, max_messages: int | None, max_bytes: int | None
 ) -> Steps[HistoryWindow]:
     """H2: GetItem of the head, then one BatchGetItem of the leaf's item and the blobs of the newest
-    messages (a third call only when the head's read hint is stale, or a byte bound needs older pages)."""
+    messages (a third call only when the head's read hint is stale, and more when a byte bound meets
+    blobs written before their message sizes were recorded)."""
     head: Head = yield from read_head(engine, tenant, session_id)
     item = head.item
     if item is None or not head.live(engine.now_ms()) or "leaf" not in item:
@@ -167,9 +192,9 @@ def window(
             hint = None
     leaf_key = keys.snapshot_key(tenant, leaf)
     wanted = [leaf_key]
-    first = 0
+    first, sure = 0, True
     if hint is not None and not engine.recall(tenant, leaf, hint)[0]:
-        first = _first_block(_counts(hint), hint.levels, max_messages)
+        first, sure = _first_block(hint, max_messages, max_bytes)
         wanted += [k for i in range(first, len(hint.refs)) for k in ref_keys(tenant, session_id, hint.refs[i])]
     found = yield from batch_get(engine.table, wanted)
     leaf_item = found.get((leaf_key["pk"]["S"], leaf_key["sk"]["S"]))
@@ -180,17 +205,17 @@ def window(
     if handle.cached is not None:
         return window_of(handle.cached, max_messages, max_bytes)
     if hint is None or handle.recipe != hint:  # a stale hint: the leaf's own recipe decides
-        first = _first_block(history.blocks, handle.recipe.levels, max_messages)
+        first, sure = _first_block(handle.recipe, max_messages, max_bytes)
         found.update((yield from _fetch(engine, handle, range(first, len(history.blocks)))))
     messages = _messages(engine, handle, range(first, len(history.blocks)), found)
-    if max_bytes is not None and max_messages is None:
+    if not sure:
         used = sum(map(message_bytes, messages))
-        while first > 0 and used < max_bytes:  # a byte bound wants older pages
+        while first > 0 and max_bytes is not None and used < max_bytes:  # the bound may want older blocks
             first -= 1
             older = yield from blocks(engine, history, first, first + 1)
             used += sum(map(message_bytes, older))
             messages = older + messages
-    return window_of(messages, max_messages, max_bytes, older_left_out=first > 0)
+    return window_of(messages, max_messages, max_bytes, older_left_out=sum(history.blocks[:first]) > 0)
 
 
 # --- a stream that holds one stored part at a time --------------------------------------------------

@@ -256,8 +256,9 @@ def test_items_written_in_the_layout_before_update_blobs_and_sizes_still_read(ma
 
 
 def test_a_head_hint_with_or_without_blob_sizes_resumes_in_two_calls(make_dynamo: StoreFactory) -> None:
-    """The read hint is written as refs, levels and ends (the sizes stay in the record); a hint written
-    with the sizes, as heads were until then, is just as fresh: a cold resume makes the same two calls."""
+    """The read hint is written as refs, levels, ends, no sizes and the message sizes (the sizes stay in
+    the record); a hint written as refs, levels and ends, or with the sizes, as heads were until then, is
+    just as fresh: a cold resume makes the same two calls."""
     store = make_dynamo(checkpoint_every=2)
     rng = random.Random(8)
     parent: SessionSnapshot | None = None
@@ -269,11 +270,12 @@ def test_a_head_hint_with_or_without_blob_sizes_resumes_in_two_calls(make_dynamo
         )
     client, table = store.client, store.table_name
     head = client.get_item(TableName=table, Key=head_key("", "s"), ConsistentRead=True)["Item"]
-    assert len(decompress(bytes(head["rc"]["B"]))) == 3  # refs, levels, ends
+    written = decompress(bytes(head["rc"]["B"]))
+    assert len(written) == 5 and written[3] == []  # refs, levels, ends, no sizes, message sizes
     leaf_item = client.get_item(TableName=table, Key=_snapshot_key("t11"), ConsistentRead=True)["Item"]
     full = decompress(unpack_record(bytes(leaf_item["rec"]["B"]))[0])["r"]
-    assert len(full) == 4 and len(full[0]) > 2  # the record keeps the sizes, and pages were made
-    for hint in (decompress(bytes(head["rc"]["B"])), full):
+    assert len(full) == 5 and len(full[0]) > 2  # the record keeps the sizes, and pages were made
+    for hint in (written, written[:3], full[:4], full):
         client.put_item(TableName=table, Item={**head, "rc": {"B": compress(hint)}})
         reader = cold(store)
         guard = guard_of(reader)
