@@ -139,15 +139,46 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def _without_nulls(obj: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if v is not None}
+
+
+def _match_form(item: Any) -> str:
+    """A message or artifact as Genkit writes it back: its dump leaves out null fields (of the item, its
+    parts and their media, tool request, tool response and resource; free-form JSON is kept as it is),
+    and its agent drops a message's empty ``metadata``. Two items that agree in this form are the same
+    item to Genkit."""
+    if not isinstance(item, Mapping):
+        return _canonical(item)
+    form = _without_nulls(item)
+    if form.get("metadata") == {}:
+        del form["metadata"]
+    for key in ("content", "parts"):
+        if isinstance(form.get(key), list):
+            form[key] = [_part_form(part) for part in form[key]]
+    return _canonical(form)
+
+
+def _part_form(part: Any) -> Any:
+    if not isinstance(part, Mapping):
+        return part
+    form = _without_nulls(part)
+    for sub in ("media", "toolRequest", "toolResponse", "resource"):
+        if isinstance(form.get(sub), Mapping):
+            form[sub] = _without_nulls(form[sub])
+    return form
+
+
 def _restore_items(saved: list[Any], full: list[Any], view: Callable[[Any], Any]) -> list[Any]:
-    """Each saved item that equals Genkit's view of a stored item becomes that stored item again
-    (matched in order, so repeated items pair up first with first)."""
+    """Each saved item that is Genkit's view of a stored item, as Genkit writes it back (see
+    :func:`_match_form`), becomes that stored item again (matched in order, so repeated items pair up
+    first with first)."""
     pending: dict[str, collections.deque[Any]] = {}
     for item in full:
-        pending.setdefault(_canonical(view(item)), collections.deque()).append(item)
+        pending.setdefault(_match_form(view(item)), collections.deque()).append(item)
     out = []
     for item in saved:
-        queue = pending.get(_canonical(item))
+        queue = pending.get(_match_form(item))
         out.append(queue.popleft() if queue else item)
     return out
 
