@@ -24,6 +24,7 @@ separator is U+001F, a control character that no valid id or tenant can hold
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 SEP = "\x1f"
@@ -41,8 +42,19 @@ def snapshot_key(tenant: str, snapshot_id: str) -> dict[str, Any]:
 
 
 def index_pk(tenant: str, name: str, value: str) -> dict[str, Any]:
-    """The partition of one metadata key and value: the sessions holding it, oldest first."""
-    return {"S": f"{tenant}{SEP}m{SEP}{name}{SEP}{value}"}
+    """The partition of one metadata key and value: the sessions holding it, oldest first.
+
+    A key and value too long for a partition key (DynamoDB takes 2,048 bytes) are named by their SHA-256
+    instead; a query checks each session's own metadata, so sharing a partition could only cost a read."""
+    pk = f"{tenant}{SEP}m{SEP}{name}{SEP}{value}"
+    if len(pk.encode("utf-8", "surrogatepass")) > INDEX_PK_LIMIT:
+        digest = hashlib.sha256(f"{name}{SEP}{value}".encode("utf-8", "surrogatepass")).hexdigest()
+        pk = f"{tenant}{SEP}M{SEP}{digest}"
+    return {"S": pk}
+
+
+INDEX_PK_LIMIT = 1024
+"""The longest metadata index partition key written as it reads (in UTF-8 bytes); longer ones are hashed."""
 
 
 def index_sk(created_at: str, session_id: str) -> str:

@@ -304,6 +304,7 @@ def _head_actions(
         if expires is not None:
             page["exp"] = {"N": str(expires)}
         pages.append(put_action(engine.table, page))
+    created_at = min(envelope.created_at for envelope, _, _ in union.values())
     head = _head.restored(
         engine,
         tenant,
@@ -313,11 +314,27 @@ def _head_actions(
         leaf,
         union[leaf.snapshot_id][1] if leaf is not None else None,
         expires,
-        min(envelope.created_at for envelope, _, _ in union.values()),
+        created_at,
         len(union),
         len(restored),
     )
-    return [head, *pages, *deletions]
+    return [head, *pages, *deletions, *_index_moves(engine, tenant, session_id, read, created_at)]
+
+
+def _index_moves(engine: Engine, tenant: str, session_id: str, read: Head, created_at: str) -> list[dict[str, Any]]:
+    """A restore of older history moves the session's creation back (V3); its metadata index entries, sorted
+    by creation (V4), move with it in the same transaction."""
+    item = read.item if read.alive else None
+    if item is None or "ca" not in item or created_at >= item["ca"]["S"]:
+        return []
+    old_sk, new_sk = keys.index_sk(item["ca"]["S"], session_id), keys.index_sk(created_at, session_id)
+    moves: list[dict[str, Any]] = []
+    for name, value in item.get("md", {}).get("M", {}).items():
+        if name in engine.settings.indexed:
+            pk = keys.index_pk(tenant, name, value["S"])
+            moves.append({"Delete": {"TableName": engine.table, "Key": {"pk": pk, "sk": {"S": old_sk}}}})
+            moves.append(put_action(engine.table, {"pk": pk, "sk": {"S": new_sk}}))
+    return moves
 
 
 def _recompute_head(

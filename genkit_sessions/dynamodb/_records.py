@@ -37,7 +37,7 @@ from genkit_sessions.dynamodb._items import Head, put_action
 from genkit_sessions.dynamodb._maintenance import delete_session
 from genkit_sessions.dynamodb._reads import read_head, record_of
 from genkit_sessions.errors import GenkitError, Status
-from genkit_sessions.model.clock import format_timestamp
+from genkit_sessions.model.clock import format_timestamp, parse_timestamp
 from genkit_sessions.model.frozen_json import FrozenDict
 from genkit_sessions.stores import session_rules as rules
 from genkit_sessions.stores.protocol import SessionPage, SessionRecord
@@ -45,6 +45,8 @@ from genkit_sessions.stores.protocol import SessionPage, SessionRecord
 __all__ = ["create_session", "delete_expired", "find_sessions", "set_metadata"]
 
 _ROUNDS = 5
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_MICROSECOND = timedelta(microseconds=1)
 
 
 def _head_update(engine: Engine, tenant: str, session_id: str, update: Update, condition: Any) -> dict[str, Any]:
@@ -82,7 +84,7 @@ def create_session(
 ) -> Steps[SessionRecord]:
     """V1: one write (a transaction when there are index entries) on there being no live head."""
     for _ in range(_ROUNDS):
-        now, now_ms, token = engine.stamp(), engine.now_ms(), engine.token()
+        now, token = engine.stamp(), engine.token()
         update = (
             Update()
             .set("ca", {"S": now})
@@ -101,8 +103,10 @@ def create_session(
                         _index_put(engine, keys.index_pk(tenant, name, value), keys.index_sk(now, session_id))
                     )
         if ttl is not None:
-            ttl_ms = max(1, int(ttl.total_seconds() * 1000))
-            expires = now_ms + ttl_ms
+            ttl_us = ttl // _MICROSECOND
+            ttl_ms = max(1, -(-ttl_us // 1000))
+            created_us = (parse_timestamp(now) - _EPOCH) // _MICROSECOND
+            expires = -(-(created_us + ttl_us) // 1000)  # V7: created_at + ttl, up to the whole millisecond
             xi = keys.expiry_sk(expires, session_id)
             update.set("xa", {"N": str(expires)}).set("tl", {"N": str(ttl_ms)}).set("xi", {"S": xi})
             if sliding:

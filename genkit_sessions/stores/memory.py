@@ -21,7 +21,7 @@ from typing import Any
 import attrs
 
 from genkit_sessions.errors import GenkitError, Reason, Status
-from genkit_sessions.model.clock import Clock, MonotonicStamper, format_timestamp, utc_now
+from genkit_sessions.model.clock import Clock, MonotonicStamper, format_timestamp, parse_timestamp, utc_now
 from genkit_sessions.model.frozen_json import FrozenDict, strict_equal
 from genkit_sessions.model.ids import id_problem, validate_id
 from genkit_sessions.model.types import Message, SessionSnapshot, SnapshotStatus
@@ -404,7 +404,13 @@ class InMemorySessionStore:
             tenant.leaves.pop(session_id, None)
         session.ids = [s.snapshot_id for s in order]
         if order:
-            session.created_at = min(m.created_at for m in order)
+            created = min(m.created_at for m in order)
+            if not session.created_at or created < session.created_at:  # older history moves the creation back
+                session.created_at = created
+                for entry in session.metadata.items():  # and the index entries sorted by it (V4)
+                    holders = tenant.index.get(entry)
+                    if holders is not None and session_id in holders:
+                        holders[session_id] = created
             session.updated_at = max(m.updated_at or m.created_at for m in order)
 
     def get_session_record(self, session_id: str, *, context: Context = None) -> SessionRecord | None:
@@ -509,7 +515,7 @@ class InMemorySessionStore:
             session.metadata = frozen
             session.ttl, session.sliding = ttl, bool(sliding) and ttl is not None
             if ttl is not None:
-                session.expires_at = self._clock() + ttl
+                session.expires_at = parse_timestamp(session.created_at) + ttl  # V7: created_at + ttl
                 heapq.heappush(tenant.expiry, (session.expires_at, session_id))
             for name, value in frozen.items():
                 if name in self._indexed:

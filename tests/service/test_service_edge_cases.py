@@ -278,3 +278,75 @@ def test_v8_a_change_of_a_value_to_an_equal_one_of_another_json_type_advances_th
     stored = store.get_snapshot(snapshot_id="x1")
     assert stored is not None and stored.state is not None and repr(stored.state.custom["n"]) == repr(after)
     assert service.version("s") == 2
+
+
+# --- V1 / V4 / V5: an indexed value of any length ----------------------------------------------------
+
+
+def test_v4_sessions_are_found_by_indexed_values_longer_than_a_dynamodb_partition_key(service: SessionService) -> None:
+    long_a, long_b = "x" * 2100 + "a", "x" * 2100 + "b"  # alike but for their last character
+    service.create("s1", metadata={"principal": long_a})
+    service.create("s2", metadata={"principal": long_b})
+    service.create("s3")
+    service.set_metadata("s3", "team", "é" * 3000)
+    assert [r.id for r in service.find_by_metadata("principal", long_a).records] == ["s1"]
+    assert [r.id for r in service.find_by_metadata("principal", long_b).records] == ["s2"]
+    assert [r.id for r in service.find_by_metadata("team", "é" * 3000).records] == ["s3"]
+    service.set_metadata("s1", "principal", "short")
+    assert service.find_by_metadata("principal", long_a).records == ()
+    assert [r.id for r in service.find_by_metadata("principal", "short").records] == ["s1"]
+    assert service.delete("s2") and service.find_by_metadata("principal", long_b).records == ()
+
+
+# --- V3 / V4: a restore of older history moves the creation back, and the index with it ----------------
+
+
+def _restore_older_root(service: SessionService, session_id: str) -> None:
+    old = SessionSnapshot(
+        snapshot_id=f"imported-{session_id}",
+        session_id=session_id,
+        created_at="2020-01-01T00:00:00.000000Z",
+        updated_at="2020-01-01T00:00:00.000000Z",
+        status="completed",
+        state=SessionState(session_id=session_id, messages=(user("old"),)),
+    )
+    service.store.restore_snapshots([old])
+
+
+def test_v4_a_session_given_older_history_is_found_by_its_metadata_at_its_new_creation(
+    service: SessionService,
+) -> None:
+    service.create("s", metadata={"principal": "alice", "team": "blue"})
+    _restore_older_root(service, "s")
+    record = service.find_by_id("s")
+    assert record is not None and record.created_at == "2020-01-01T00:00:00.000000Z"
+    assert [r.id for r in service.find_by_metadata("principal", "alice").records] == ["s"]
+    assert [r.id for r in service.find_by_metadata("team", "blue").records] == ["s"]
+
+
+def test_v4_pages_after_a_restore_of_older_history_list_each_session_once_oldest_first(
+    service: SessionService,
+) -> None:
+    for n in range(3):
+        service.create(f"s{n}", metadata={"principal": "alice"})
+    _restore_older_root(service, "s1")
+    seen: list[str] = []
+    token = None
+    for _ in range(6):
+        page = service.find_by_metadata("principal", "alice", limit=1, page_token=token)
+        seen += [r.id for r in page.records]
+        token = page.next_page_token
+        if token is None:
+            break
+    assert seen == ["s1", "s0", "s2"]
+
+
+def test_v7_a_session_expires_at_its_creation_plus_its_ttl_never_earlier(make_store: StoreFactory) -> None:
+    from datetime import datetime, timezone
+
+    frozen = datetime(2026, 12, 1, 12, 0, 0, 123456, tzinfo=timezone.utc)  # a clock that does not move
+    service = SessionService(make_store(clock=lambda: frozen), clock=lambda: frozen)
+    record = service.create("s", ttl=timedelta(hours=1))
+    assert record.expires_at is not None
+    lasts = parse_timestamp(record.expires_at) - parse_timestamp(record.created_at)
+    assert timedelta(hours=1) <= lasts < timedelta(hours=1, milliseconds=1)  # DynamoDB keeps whole milliseconds
