@@ -413,7 +413,10 @@ def _describe(exc: BaseException, path: str) -> list[str]:
         details = exc.details if isinstance(exc.details, Mapping) else {}
         field = details.get("field")
         if isinstance(field, str) and "problem" in details:
-            step = f"{path}.{_camel(field.split('[')[0].split('.')[0])}{details.get('inner', '')}"
+            head, inner = field.split("[")[0].split(".")[0], details.get("inner", "")
+            # Keys kept in ``extra`` (and an unknown part's fields) sit in the object itself on the wire.
+            kept = head == "extra" or field.startswith("UnknownPart.fields")
+            step = f"{path}{inner}" if kept else f"{path}.{_camel(head)}{inner}"
             return [f"{details['problem']} at {short_path(step)}"]
         return [f"{exc.message} at {path}"]
     return [f"{exc} at {path}"]
