@@ -182,3 +182,25 @@ def test_a_line_the_store_refuses_is_named_in_the_error(tmp_path: Path, batch_si
     assert caught.value.status == "INVALID_ARGUMENT"
     assert f"line 2 of {source}" in caught.value.message and "too large" in caught.value.message
     assert store.get_snapshot(snapshot_id="b") is None
+
+
+class _RefusesBig(InMemorySessionStore):
+    """Refuses any snapshot whose custom state is "big", naming it only in its message (as a store's
+    record-size refusal does)."""
+
+    def restore_snapshots(self, snapshots: Sequence[SessionSnapshot], **kwargs: Any) -> Any:
+        for s in snapshots:
+            if s.state is not None and s.state.custom == "big":
+                raise GenkitError("INVALID_ARGUMENT", f"snapshot {s.snapshot_id!r} is over the record limit")
+        return super().restore_snapshots(snapshots, **kwargs)
+
+
+def test_a_line_the_store_refuses_by_message_only_is_named_and_a_rerun_names_it_again(tmp_path: Path) -> None:
+    lines = [_line("a"), _line("b", parent="a"), _line("c", "big", parent="b"), _line("d", parent="c")]
+    source = _write(tmp_path, ("\n".join(lines) + "\n").encode())
+    store = _RefusesBig()
+    for _ in range(2):  # the second run leaves a and b alone, and stops at c again
+        with pytest.raises(GenkitError) as caught:
+            import_snapshots(store, source, batch_size=10)
+        assert caught.value.message.startswith(f"line 3 of {source}: the store refused it")
+    assert store.get_snapshot(snapshot_id="d") is None

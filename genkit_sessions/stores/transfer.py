@@ -278,7 +278,7 @@ def import_snapshots(
             try:
                 store.restore_snapshots(fresh, context=context)
             except GenkitError as error:
-                raise _refused(error, batch, places, written) from error
+                raise _refused(error, batch, places, fresh, written) from error
         written += len(fresh)
         unchanged += len(batch) - len(fresh)
         if progress is not None:
@@ -296,14 +296,20 @@ def import_snapshots(
     return ImportCounts(total, sessions, written, unchanged)
 
 
-def _refused(error: GenkitError, batch: list[SessionSnapshot], places: list[str], written: int) -> GenkitError:
-    """The store's refusal of a batch, naming the line (or file) it is about when the store named the
-    snapshot, else the batch's first and last, and what was already written."""
+def _refused(
+    error: GenkitError, batch: list[SessionSnapshot], places: list[str], fresh: list[SessionSnapshot], written: int
+) -> GenkitError:
+    """The store's refusal of a batch, naming the line (or file) it is about: the snapshot the store
+    named (in its details, or quoted in its message), or the only one the batch wrote; else the batch's
+    first and last. It says what was already written."""
     details = error.details if isinstance(error.details, Mapping) else {}
     named = details.get("snapshotId")
+    if named is None:
+        quoted = [s.snapshot_id for s in fresh if repr(s.snapshot_id) in error.message]
+        named = fresh[0].snapshot_id if len(fresh) == 1 else quoted[0] if len(quoted) == 1 else None
     where = next((p for s, p in zip(batch, places, strict=True) if s.snapshot_id == named), None)
     if where is None:
-        where = places[0] if len(places) == 1 else f"one of {places[0]} to {places[-1]}"
+        where = places[0] if len(places) == 1 else f"one of the snapshots from {places[0]} to {places[-1]}"
     return GenkitError(
         error.status,
         f"{where}: the store refused it: {error.message}; the {written} snapshot(s) before this batch were "
