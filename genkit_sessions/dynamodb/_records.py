@@ -106,7 +106,7 @@ def create_session(
             ttl_us = ttl // _MICROSECOND
             ttl_ms = max(1, -(-ttl_us // 1000))
             created_us = (parse_timestamp(now) - _EPOCH) // _MICROSECOND
-            expires = -(-(created_us + ttl_us) // 1000)  # V7: created_at + ttl, up to the whole millisecond
+            expires = (created_us + ttl_us) // 1000  # V7: created_at + ttl, down to the whole millisecond
             xi = keys.expiry_sk(expires, session_id)
             update.set("xa", {"N": str(expires)}).set("tl", {"N": str(ttl_ms)}).set("xi", {"S": xi})
             if sliding:

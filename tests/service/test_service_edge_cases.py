@@ -341,7 +341,7 @@ def test_v4_pages_after_a_restore_of_older_history_list_each_session_once_oldest
     assert seen == ["s1", "s0", "s2"]
 
 
-def test_v7_a_session_expires_at_its_creation_plus_its_ttl_never_earlier(make_store: StoreFactory) -> None:
+def test_v7_a_session_expires_at_its_creation_plus_its_ttl_to_the_millisecond(make_store: StoreFactory) -> None:
     from datetime import datetime, timezone
 
     frozen = datetime(2026, 12, 1, 12, 0, 0, 123456, tzinfo=timezone.utc)  # a clock that does not move
@@ -349,4 +349,15 @@ def test_v7_a_session_expires_at_its_creation_plus_its_ttl_never_earlier(make_st
     record = service.create("s", ttl=timedelta(hours=1))
     assert record.expires_at is not None
     lasts = parse_timestamp(record.expires_at) - parse_timestamp(record.created_at)
-    assert timedelta(hours=1) <= lasts < timedelta(hours=1, milliseconds=1)  # DynamoDB keeps whole milliseconds
+    assert timedelta(hours=1, milliseconds=-1) < lasts <= timedelta(hours=1)  # DynamoDB keeps whole milliseconds
+
+
+def test_v6_delete_of_an_expired_session_answers_false_and_removes_its_data_with_or_without_snapshots(
+    service: SessionService, clock: FakeClock
+) -> None:
+    service.create("empty", ttl=timedelta(minutes=1))
+    service.create("used", ttl=timedelta(minutes=1))
+    service.append("used", [user("x")])
+    clock.advance(timedelta(minutes=2))
+    assert (service.delete("used"), service.delete("empty")) == (False, False)
+    assert service.delete_expired() == 0  # nothing of either was left behind
