@@ -292,7 +292,8 @@ class Recipe:
     its name: two recipes are equal when their refs, levels and ends are,
     whatever sizes each one knows.
 
-    As JSON (:meth:`to_json`): ``[refs, levels, ends, sizes, message_sizes]``;
+    As JSON (:meth:`to_json`): ``[refs, levels, ends, sizes, message_sizes]``, and ``grown_from`` after
+    them when set;
     :meth:`from_json` also reads the older ``[refs, levels, ends]`` and
     ``[refs, levels, ends, sizes]``, and an empty ``sizes`` list (a read hint).
     """
@@ -302,15 +303,19 @@ class Recipe:
     ends: tuple[int, ...] = ()
     sizes: tuple[int, ...] = attrs.field(default=(), eq=False)
     message_sizes: tuple[int, ...] = attrs.field(default=(), eq=False)
+    grown_from: str = attrs.field(default="", eq=False)
+    """For a recipe ending in an update blob: the update blob the snapshot's state held before its changes
+    in place since then, each of which kept every message it had and appended (empty: none did)."""
 
     def to_json(self) -> list[Any]:
-        return [
+        data = [
             [list(ref) for ref in self.refs],
             list(self.levels),
             list(self.ends),
             list(self.sizes),
             list(self.message_sizes),
         ]
+        return [*data, self.grown_from] if self.grown_from else data
 
     def hint_json(self) -> list[Any]:
         """What a read needs of the recipe (a session head's read hint): the refs, levels, ends and message
@@ -320,8 +325,11 @@ class Recipe:
     @classmethod
     def from_json(cls, data: Any) -> Recipe:
         try:
-            if not isinstance(data, list) or not 3 <= len(data) <= 5:
-                raise ValueError(f"a recipe is a list of 3 to 5 lists, got {type(data).__name__}")
+            if not isinstance(data, list) or not 3 <= len(data) <= 6:
+                raise ValueError(f"a recipe is a list of 3 to 6 entries, got {type(data).__name__}")
+            grown_from = data[5] if len(data) > 5 else ""
+            if not isinstance(grown_from, str):
+                raise ValueError("the update blob a recipe grew from is not a name")
             refs, levels, ends = data[:3]
             sizes: Any = data[3] if len(data) > 3 and data[3] else [0] * len(refs)
             message_sizes: Any = data[4] if len(data) > 4 else [UNKNOWN] * len(refs)
@@ -331,6 +339,7 @@ class Recipe:
                 tuple(int(e) for e in ends),
                 tuple(int(z) for z in sizes),
                 tuple(int(b) for b in message_sizes),
+                grown_from,
             )
         except (TypeError, ValueError) as exc:
             raise CorruptData(f"malformed recipe: {exc}") from None
@@ -349,6 +358,12 @@ class Recipe:
             self.sizes[:count],
             self.message_sizes[:count],
         )
+
+    @property
+    def update_root(self) -> str:
+        """The update blob this recipe's state grew from by appends only (see ``grown_from``): the last
+        blob itself when no change in place since kept its messages; empty when it ends in no update blob."""
+        return (self.grown_from or self.refs[-1][0]) if self.ends_in_update else ""
 
     @property
     def ends_in_update(self) -> bool:
@@ -377,6 +392,8 @@ class Plan:
     end: int
     message_size: int = 0
     """The bytes of the messages the payload adds (``history_rules.message_bytes`` summed)."""
+    grown_from: str = ""
+    """For a change in place that kept every message and appended: the recipe's ``grown_from``."""
 
     @property
     def is_page(self) -> bool:
@@ -391,6 +408,7 @@ class Plan:
             (*keep.ends, self.end),
             (*keep.sizes, size),
             (*keep.message_sizes, self.message_size),
+            self.grown_from,
         )
 
 
@@ -493,8 +511,10 @@ def plan_state(
     wire = [to_wire(m) for m in added]
     size = _list_bytes(wire)
     if level == 0:
-        if folded:
-            return Plan({"a": wire, "r": rest, "h": has}, 0, base, len(messages), size)
+        if folded:  # a change in place: did it keep every message the update blob held?
+            kept_all = _appended(previous.message_list[cut:], messages[cut:]) is not None
+            grown = previous_recipe.update_root if kept_all else ""
+            return Plan({"a": wire, "r": rest, "h": has}, 0, base, len(messages), size, grown)
         payload = {"a": wire, "p": diff(_rest(previous), rest), "h": has}
         return Plan(payload, 0, base, len(messages), size)
     keep = base.prefix(kept)

@@ -16,6 +16,7 @@ first, and block ``i`` covers messages ``ends[i - 1]`` to ``ends[i]``:
 from __future__ import annotations
 
 import codecs
+import hashlib
 import json
 import re
 import zlib
@@ -37,6 +38,7 @@ from genkit_sessions.dynamodb._engine import Engine
 from genkit_sessions.dynamodb._items import Head
 from genkit_sessions.dynamodb._reads import (
     Found,
+    ReplacedMeanwhile,
     decode_item,
     decoded_payload,
     inline_blob,
@@ -44,7 +46,7 @@ from genkit_sessions.dynamodb._reads import (
     read_head,
     ref_keys,
 )
-from genkit_sessions.errors import GenkitError, Status
+from genkit_sessions.errors import GenkitError, Reason, Status
 from genkit_sessions.model.types import Message, Messages
 from genkit_sessions.model.wire import messages_from_wire
 from genkit_sessions.stores.history_rules import message_bytes, window_of
@@ -224,7 +226,11 @@ def window(
 class Cursor:
     """Where a stream is in a plan: the block, the next part of its blob, and the blob's text decoded so
     far but not yet parsed into messages. A large blob is inflated and parsed part by part, so a stream
-    holds one part and the messages it hands out, whatever the blob's size. Use each cursor once."""
+    holds one part and the messages it hands out, whatever the blob's size. Use each cursor once.
+
+    In a snapshot's update blob (the one blob a change in place replaces) the cursor also counts and
+    digests the messages it hands out, so that a stream going on with the snapshot's new version (see
+    ``_continue``) can skip them there and check that they are the same."""
 
     def __init__(self) -> None:
         self.block = 0
@@ -235,6 +241,44 @@ class Cursor:
         self._at = 0
         self._in_list = False
         self.block_done = False
+        self.handle: _Handle | None = None  # the snapshot's newer version the stream went on with
+        self.taken = 0
+        self._seen = hashlib.blake2b(digest_size=16)
+        self._skip = self._skip_total = 0
+        self._expect = b""
+
+    @property
+    def tracking(self) -> bool:
+        """Whether messages to skip are pending (the block is being read again in a newer version)."""
+        return self._skip > 0
+
+    def account(self, wire: list[Any], snapshot_id: str) -> list[Any]:
+        """The messages of ``wire`` to hand out: those not handed out before the block was read again,
+        each of those checked (ABORTED when they differ)."""
+        kept: list[Any] = []
+        for value in wire:
+            self._seen.update(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+            self.taken += 1
+            if self._skip:
+                self._skip -= 1
+                if not self._skip and self._seen.digest() != self._expect:
+                    raise _changed(snapshot_id)
+            else:
+                kept.append(value)
+        return kept
+
+    def next_block(self, snapshot_id: str) -> None:
+        if self._skip:  # the newer version's block is shorter than what was handed out of it
+            raise _changed(snapshot_id)
+        self.block, self.part, self._inflater, self.taken = self.block + 1, 0, None, 0
+        self._seen = hashlib.blake2b(digest_size=16)
+
+    def restart_block(self) -> None:
+        """Read the current block again from its start, skipping what was handed out of it."""
+        if not self._skip:
+            self._expect, self._skip_total = self._seen.digest(), self.taken
+        self._skip, self.taken, self.part, self._inflater = self._skip_total, 0, 0, None
+        self._seen = hashlib.blake2b(digest_size=16)
 
     def start_block(self) -> None:
         self.part = 0
@@ -305,46 +349,129 @@ def next_messages(
     engine: Engine, plan: HistoryPlan, cursor: Cursor | None, limit: int
 ) -> Steps[tuple[tuple[Message, ...], Cursor | None]]:
     """Up to ``limit`` more messages of a plan, oldest first, and the cursor to continue from (None at
-    the end): one stored part (at most 350 KB) per call to DynamoDB, decoded as it arrives."""
-    handle: _Handle = plan.handle
+    the end): one stored part (at most 350 KB) per call to DynamoDB, decoded as it arrives.
+
+    A stored part that is gone means the session was deleted meanwhile (NOT_FOUND), the snapshot changed
+    in place and replaced its update blob (see :func:`_continue`), or data really is missing (DATA_LOSS)."""
     cursor = cursor or Cursor()
-    if handle.cached is not None:  # the store already holds this state: slice it
+    plan_handle: _Handle = plan.handle
+    if plan_handle.cached is not None:  # the store already holds this state: slice it
         first = sum(plan.blocks[: cursor.block]) + cursor.part
-        taken = handle.cached[first : first + limit]
+        taken = plan_handle.cached[first : first + limit]
         cursor.part += len(taken)
-        done = first + len(taken) >= len(handle.cached)
+        done = first + len(taken) >= len(plan_handle.cached)
         return taken, (None if done else cursor)
+    try:
+        return (yield from _next_messages(engine, plan, cursor, limit))
+    except GenkitError as exc:
+        if exc.status is Status.DATA_LOSS:  # a part gone from a session deleted meanwhile is no data loss
+            yield from _check_live(engine, cursor.handle or plan_handle)
+        raise
+
+
+def _next_messages(
+    engine: Engine, plan: HistoryPlan, cursor: Cursor, limit: int
+) -> Steps[tuple[tuple[Message, ...], Cursor | None]]:
+    handle: _Handle = cursor.handle or plan.handle
     out: list[Message] = []
-    refs = handle.recipe.refs
-    while len(out) < limit and cursor.block < len(refs):
+    while len(out) < limit and cursor.block < len(handle.recipe.refs):
         if cursor.part == 0 and cursor._inflater is None:
             cursor.start_block()
-        name, count = refs[cursor.block]
+        name, count = handle.recipe.refs[cursor.block]
         parts = max(count, 1)
         try:
             wire = cursor.parse(limit - len(out), complete=cursor.part >= parts)
         except _NotAList:
-            wire, cursor.block_done = (yield from _whole_block(engine, handle, cursor.block)), True
+            try:
+                wire = yield from _whole_block(engine, handle, cursor.block)
+            except ReplacedMeanwhile:
+                handle = yield from _continue(engine, plan, handle, cursor)
+                continue
+            cursor.block_done = True
         except CorruptData as exc:
             raise engine.data_loss(handle.snapshot_id, str(exc)) from None
+        if cursor.tracking or is_update_blob(name):
+            wire = cursor.account(wire, plan.snapshot_id)
         try:
             out.extend(messages_from_wire(wire))
         except GenkitError as exc:
             raise engine.data_loss(handle.snapshot_id, exc.message) from None
         if cursor.block_done:
-            cursor.block, cursor.part, cursor._inflater = cursor.block + 1, 0, None
+            cursor.next_block(plan.snapshot_id)
             continue
         if len(out) >= limit:
             break
         if cursor.part >= parts:
             raise engine.data_loss(handle.snapshot_id, f"blob {name!r} ends inside its message list")
-        data = yield from _one_part(engine, handle, (name, count), cursor.part)
+        try:
+            data = yield from _one_part(engine, handle, (name, count), cursor.part)
+        except ReplacedMeanwhile:
+            handle = yield from _continue(engine, plan, handle, cursor)
+            continue
         try:
             cursor.feed(data, first=cursor.part == 0, last=cursor.part == parts - 1)
         except CorruptData as exc:
             raise engine.data_loss(handle.snapshot_id, str(exc)) from None
         cursor.part += 1
-    return tuple(out), (cursor if cursor.block < len(refs) else None)
+    return tuple(out), (cursor if cursor.block < len(handle.recipe.refs) else None)
+
+
+def _changed(snapshot_id: str) -> GenkitError:
+    return GenkitError(
+        Status.ABORTED,
+        f"snapshot {snapshot_id!r} changed while its history was being streamed, and what was streamed so far "
+        "belongs to no version of it; stream it again",
+    )
+
+
+def _deleted(session_id: str) -> GenkitError:
+    return GenkitError(
+        Status.NOT_FOUND,
+        f"session {session_id!r} was deleted while its history was being streamed; the messages handed out "
+        "are all that could be read of it",
+        reason=Reason.SESSION_NOT_FOUND,
+    )
+
+
+def _check_live(engine: Engine, handle: _Handle) -> Steps[None]:
+    """NOT_FOUND when the snapshot a stream reads, or its session, is gone (deleted meanwhile)."""
+    key = keys.snapshot_key(handle.tenant, handle.snapshot_id)
+    head_key = keys.head_key(handle.tenant, handle.session_id)
+    found = yield from batch_get(engine.table, [key, head_key])
+    head = Head.of(found.get((head_key["pk"]["S"], head_key["sk"]["S"])))
+    if (key["pk"]["S"], key["sk"]["S"]) not in found or not head.live(engine.now_ms()):
+        raise _deleted(handle.session_id)
+
+
+def _continue(engine: Engine, plan: HistoryPlan, handle: _Handle, cursor: Cursor) -> Steps[_Handle]:
+    """The snapshot a stream reads changed in place and replaced the update blob the stream was in:
+    read its item again and go on with its new recipe from the same message, when that hands out one
+    version's complete history; else ABORTED (NOT_FOUND when the session was deleted meanwhile).
+
+    Blobs never change, so the new version holds what was handed out when its recipe starts with the
+    blobs handed out whole and its next messages are those handed out of the update blob (the cursor
+    checks them as it reads them again). The caller takes as many messages as the plan holds: that is
+    all of the new version when it holds no more, and exactly the version the stream began on when
+    every change since only appended messages (the recipe's ``grown_from`` says so)."""
+    key = keys.snapshot_key(handle.tenant, handle.snapshot_id)
+    head_key = keys.head_key(handle.tenant, handle.session_id)
+    found = yield from batch_get(engine.table, [key, head_key])
+    item = found.get((key["pk"]["S"], key["sk"]["S"]))
+    head = Head.of(found.get((head_key["pk"]["S"], head_key["sk"]["S"])))
+    if item is None or not head.live(engine.now_ms()):
+        raise _deleted(handle.session_id)
+    _, recipe = decode_item(engine, item, handle.snapshot_id)
+    began: _Handle = plan.handle
+    done = cursor.block
+    if recipe.refs[:done] != handle.recipe.refs[:done] or recipe.ends[:done] != handle.recipe.ends[:done]:
+        raise _changed(plan.snapshot_id)
+    if recipe.ends and recipe.ends[-1] > plan.total and recipe.update_root != began.recipe.update_root:
+        raise _changed(plan.snapshot_id)  # the caller would cut the new version short
+    if (cursor.taken or cursor.tracking) and len(recipe.refs) <= done:
+        raise _changed(plan.snapshot_id)  # the new version ends before what was handed out
+    cursor.restart_block()
+    cursor.handle = _Handle(handle.tenant, handle.session_id, handle.snapshot_id, recipe, item)
+    return cursor.handle
 
 
 def _one_part(engine: Engine, handle: _Handle, ref: tuple[str, int], part: int) -> Steps[bytes]:
@@ -356,12 +483,10 @@ def _one_part(engine: Engine, handle: _Handle, ref: tuple[str, int], part: int) 
         return inline_blob(engine, handle.snapshot_id, name, item)
     item = yield from get_item(engine.table, keys.blob_part_key(handle.tenant, handle.session_id, name, part))
     if item is None or "d" not in item:
+        problem = engine.data_loss(handle.snapshot_id, f"blob part {part} of {count} is missing")
         if is_update_blob(name):  # the snapshot changed since the plan was read: its update blob was replaced
-            raise GenkitError(
-                Status.ABORTED,
-                f"snapshot {handle.snapshot_id!r} changed while its history was being streamed; stream it again",
-            )
-        raise engine.data_loss(handle.snapshot_id, f"blob part {part} of {count} is missing")
+            raise ReplacedMeanwhile(problem.status, problem.message)
+        raise problem
     return bytes(item["d"]["B"])
 
 

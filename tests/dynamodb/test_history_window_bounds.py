@@ -156,8 +156,10 @@ _refs = st.lists(
 )
 
 
-@given(data=st.data(), refs=_refs)
-def test_a_recipe_reads_back_from_every_layout_a_store_wrote(data: st.DataObject, refs: list[tuple[str, int]]) -> None:
+@given(data=st.data(), refs=_refs, grown_from=st.sampled_from(["", "t\x1fu1", "x"]))
+def test_a_recipe_reads_back_from_every_layout_a_store_wrote(
+    data: st.DataObject, refs: list[tuple[str, int]], grown_from: str
+) -> None:
     n = len(refs)
     ints = st.lists(st.integers(0, 10**9), min_size=n, max_size=n)
     recipe = Recipe(
@@ -166,9 +168,16 @@ def test_a_recipe_reads_back_from_every_layout_a_store_wrote(data: st.DataObject
         tuple(data.draw(ints)),
         tuple(data.draw(ints)),
         tuple(data.draw(st.lists(st.integers(UNKNOWN, 10**9), min_size=n, max_size=n))),
+        grown_from,
     )
     now = Recipe.from_json(recipe.to_json())
-    assert (now, now.sizes, now.message_sizes) == (recipe, recipe.sizes, recipe.message_sizes)
+    assert (now, now.sizes, now.message_sizes, now.grown_from) == (
+        recipe,
+        recipe.sizes,
+        recipe.message_sizes,
+        grown_from,
+    )
+    assert len(recipe.to_json()) == (6 if grown_from else 5)
     hint = Recipe.from_json(recipe.hint_json())
     assert (hint, hint.message_sizes) == (recipe, recipe.message_sizes)
     four = Recipe.from_json(recipe.to_json()[:4])  # written before message sizes were recorded
@@ -176,3 +185,4 @@ def test_a_recipe_reads_back_from_every_layout_a_store_wrote(data: st.DataObject
     three = Recipe.from_json(recipe.to_json()[:3])  # a read hint, or written before sizes were recorded
     assert (three, three.sizes, three.message_sizes) == (recipe, (0,) * n, (UNKNOWN,) * n)
     assert recipe.prefix(n // 2).message_sizes == recipe.message_sizes[: n // 2]
+    assert recipe.prefix(n // 2).grown_from == ""
