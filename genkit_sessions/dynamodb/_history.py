@@ -5,12 +5,17 @@ the messages up to its end, each later one the messages appended since the
 previous. So the active messages come in **blocks**, one per blob, oldest
 first, and block ``i`` covers messages ``ends[i - 1]`` to ``ends[i]``:
 
-- a **window** (H2) reads the head (its read hint names the leaf's recipe),
-  then, in one BatchGetItem, the leaf's item and just the blobs that cover the
-  newest messages asked for: two calls, at most the window plus one page;
+- a **window** (H2) reads the head (its read hint names the leaf's recipe,
+  with each blob's message count and message bytes), then, in one
+  BatchGetItem, the leaf's item and just the blobs that cover the newest
+  messages asked for: two calls, at most the window plus one page;
 - a **stream** (H3) reads the snapshot's recipe once, then one blob at a time,
   decoding each alone; blobs never change, so a save landing meanwhile never
-  mixes versions, and memory holds one block at a time.
+  mixes versions, and memory holds one block at a time. The one blob that
+  does go is the snapshot's own update blob, when the snapshot changes in
+  place: the stream then goes on with the new recipe only where that hands
+  out one version's complete history (``_continue``), else ABORTED; a part
+  gone with its deleted session is NOT_FOUND, not DATA_LOSS.
 """
 
 from __future__ import annotations
