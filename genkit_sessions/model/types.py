@@ -136,11 +136,19 @@ def _frozen_mapping(value: Mapping[str, Any] | None, what: str = "extra") -> Fro
     return frozen
 
 
-def _extra() -> Any:
-    """Wire keys this version does not know, kept verbatim for the round trip."""
-    return attrs.field(
-        default=_NOTHING, converter=_frozen_mapping, validator=_only_unknown_keys, kw_only=True, repr=False
-    )
+def _extra(owner: str) -> Any:
+    """Wire keys this version does not know, kept verbatim for the round trip. ``owner`` names the class
+    (checked in the converter, so the common empty ``extra`` costs no validator call)."""
+
+    def convert(value: Mapping[str, Any] | None) -> FrozenDict:
+        if value is _NOTHING or value is None:  # the common case, first
+            return _NOTHING
+        frozen = _frozen_mapping(value)
+        if frozen:
+            _only_unknown_keys(globals()[owner], frozen)
+        return frozen
+
+    return attrs.field(default=_NOTHING, converter=convert, kw_only=True, repr=False)
 
 
 def _camel(name: str) -> str:
@@ -164,13 +172,10 @@ _KEPT_IN_EXTRA: dict[tuple[str, str], object] = {("SessionSnapshot", "parentId")
 Genkit Python writes it; the model's ``parent_id`` is None either way)."""
 
 
-def _only_unknown_keys(instance: Any, attribute: attrs.Attribute[Any], value: FrozenDict) -> None:
+def _only_unknown_keys(cls: Any, value: FrozenDict) -> None:
     """``extra`` holds keys this version does not know: a known key there would make the object's JSON say
     something the object does not (a parent, messages), and the stores would disagree on what they keep.
     A part's ``extra`` holds no other part kind either (null aside, which reads as absent)."""
-    if not value:
-        return
-    cls: Any = type(instance)
     known = _wire_keys(cls)
     where = f"{cls.__name__}.extra"
     for key, item in value.items():
@@ -483,7 +488,7 @@ class Media:
 
     url: str = attrs.field(validator=_text)
     content_type: str | None = attrs.field(default=None, validator=_optional_text)
-    extra: FrozenDict = _extra()
+    extra: FrozenDict = _extra("Media")
 
 
 @attrs.frozen
@@ -494,7 +499,7 @@ class ToolRequest:
     ref: str | None = attrs.field(default=None, validator=_optional_text)
     input: JsonValue = _json("input")
     partial: bool | None = attrs.field(default=None, validator=_optional_bool)
-    extra: FrozenDict = _extra()
+    extra: FrozenDict = _extra("ToolRequest")
 
 
 @attrs.frozen
@@ -510,7 +515,7 @@ class ToolResponse:
         converter=_optional_tuple,
         validator=[_members(lambda: PART_TYPES, "a part"), _shallow_enough],
     )
-    extra: FrozenDict = _extra()
+    extra: FrozenDict = _extra("ToolResponse")
 
 
 @attrs.frozen
@@ -518,7 +523,7 @@ class Resource:
     """A reference to an external resource by URI."""
 
     uri: str = attrs.field(validator=_text)
-    extra: FrozenDict = _extra()
+    extra: FrozenDict = _extra("Resource")
 
 
 @attrs.frozen
@@ -528,7 +533,7 @@ class TextPart:
     text: str = attrs.field(validator=_text)
     metadata: JsonValue = _json("metadata")
     custom: JsonValue = _json("custom")
-    extra: FrozenDict = _extra()
+    extra: FrozenDict = _extra("TextPart")
 
 
 @attrs.frozen
@@ -538,7 +543,7 @@ class MediaPart:
     media: Media = attrs.field(validator=_instance(Media, "a Media"))
     metadata: JsonValue = _json("metadata")
     custom: JsonValue = _json("custom")
-    extra: FrozenDict = _extra()
+    extra: FrozenDict = _extra("MediaPart")
 
 
 @attrs.frozen
@@ -548,7 +553,7 @@ class ToolRequestPart:
     tool_request: ToolRequest = attrs.field(validator=_instance(ToolRequest, "a ToolRequest"))
     metadata: JsonValue = _json("metadata")
     custom: JsonValue = _json("custom")
-    extra: FrozenDict = _extra()
+    extra: FrozenDict = _extra("ToolRequestPart")
 
 
 @attrs.frozen
@@ -558,7 +563,7 @@ class ToolResponsePart:
     tool_response: ToolResponse = attrs.field(validator=_instance(ToolResponse, "a ToolResponse"))
     metadata: JsonValue = _json("metadata")
     custom: JsonValue = _json("custom")
-    extra: FrozenDict = _extra()
+    extra: FrozenDict = _extra("ToolResponsePart")
 
 
 @attrs.frozen
@@ -568,7 +573,7 @@ class DataPart:
     data: JsonValue = _json("data")
     metadata: JsonValue = _json("metadata")
     custom: JsonValue = _json("custom")
-    extra: FrozenDict = _extra()
+    extra: FrozenDict = _extra("DataPart")
 
 
 @attrs.frozen
@@ -577,7 +582,7 @@ class CustomPart:
 
     custom: JsonValue = _json("custom")
     metadata: JsonValue = _json("metadata")
-    extra: FrozenDict = _extra()
+    extra: FrozenDict = _extra("CustomPart")
 
 
 @attrs.frozen
@@ -587,7 +592,7 @@ class ReasoningPart:
     reasoning: str = attrs.field(validator=_text)
     metadata: JsonValue = _json("metadata")
     custom: JsonValue = _json("custom")
-    extra: FrozenDict = _extra()
+    extra: FrozenDict = _extra("ReasoningPart")
 
 
 @attrs.frozen
@@ -597,7 +602,7 @@ class ResourcePart:
     resource: Resource = attrs.field(validator=_instance(Resource, "a Resource"))
     metadata: JsonValue = _json("metadata")
     custom: JsonValue = _json("custom")
-    extra: FrozenDict = _extra()
+    extra: FrozenDict = _extra("ResourcePart")
 
 
 @attrs.frozen
@@ -653,7 +658,7 @@ class Message:
     role: Role | str = attrs.field(converter=_role, validator=_text)
     content: tuple[Part, ...] = attrs.field(converter=_tuple, validator=_members(lambda: PART_TYPES, "a part"))
     metadata: JsonValue = _json("metadata")
-    extra: FrozenDict = _extra()
+    extra: FrozenDict = _extra("Message")
 
     @classmethod
     def of_text(cls, role: Role | str, text: str) -> Message:
@@ -844,7 +849,7 @@ class Artifact:
     parts: tuple[Part, ...] = attrs.field(converter=_tuple, validator=_members(lambda: PART_TYPES, "a part"))
     name: str | None = attrs.field(default=None, validator=_optional_text)
     metadata: JsonValue = _json("metadata")
-    extra: FrozenDict = _extra()
+    extra: FrozenDict = _extra("Artifact")
 
 
 @attrs.frozen
@@ -862,7 +867,7 @@ class SessionState:
     artifacts: tuple[Artifact, ...] | None = attrs.field(
         default=None, converter=_optional_tuple, validator=_members(lambda: (Artifact,), "an Artifact")
     )
-    extra: FrozenDict = _extra()
+    extra: FrozenDict = _extra("SessionState")
 
     @property
     def message_list(self) -> Messages:
@@ -888,7 +893,7 @@ class ErrorInfo:
     status: str | None = attrs.field(default=None, validator=_optional_text)
     message: str = attrs.field(kw_only=True, validator=_text)
     details: JsonValue = _json("details")
-    extra: FrozenDict = _extra()
+    extra: FrozenDict = _extra("ErrorInfo")
 
 
 # --- snapshots and init ----------------------------------------------------------------------
@@ -918,7 +923,7 @@ class SessionSnapshot:
     state: SessionState | None = attrs.field(
         default=None, validator=_instance(SessionState, "a SessionState", optional=True)
     )
-    extra: FrozenDict = _extra()
+    extra: FrozenDict = _extra("SessionSnapshot")
 
     @property
     def effective_status(self) -> SnapshotStatus:
