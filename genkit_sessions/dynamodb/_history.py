@@ -438,14 +438,17 @@ def _deleted(session_id: str) -> GenkitError:
     )
 
 
-def _check_live(engine: Engine, handle: _Handle) -> Steps[None]:
-    """NOT_FOUND when the snapshot a stream reads, or its session, is gone (deleted meanwhile)."""
+def _check_live(engine: Engine, handle: _Handle) -> Steps[dict[str, Any]]:
+    """The item of the snapshot a stream reads, read again with its session's head in one call; NOT_FOUND
+    when either is gone (deleted meanwhile)."""
     key = keys.snapshot_key(handle.tenant, handle.snapshot_id)
     head_key = keys.head_key(handle.tenant, handle.session_id)
     found = yield from batch_get(engine.table, [key, head_key])
+    item = found.get((key["pk"]["S"], key["sk"]["S"]))
     head = Head.of(found.get((head_key["pk"]["S"], head_key["sk"]["S"])))
-    if (key["pk"]["S"], key["sk"]["S"]) not in found or not head.live(engine.now_ms()):
+    if item is None or not head.live(engine.now_ms()):
         raise _deleted(handle.session_id)
+    return item
 
 
 def _continue(engine: Engine, plan: HistoryPlan, handle: _Handle, cursor: Cursor) -> Steps[_Handle]:
@@ -458,13 +461,7 @@ def _continue(engine: Engine, plan: HistoryPlan, handle: _Handle, cursor: Cursor
     checks them as it reads them again). The caller takes as many messages as the plan holds: that is
     all of the new version when it holds no more, and exactly the version the stream began on when
     every change since only appended messages (the recipe's ``grown_from`` says so)."""
-    key = keys.snapshot_key(handle.tenant, handle.snapshot_id)
-    head_key = keys.head_key(handle.tenant, handle.session_id)
-    found = yield from batch_get(engine.table, [key, head_key])
-    item = found.get((key["pk"]["S"], key["sk"]["S"]))
-    head = Head.of(found.get((head_key["pk"]["S"], head_key["sk"]["S"])))
-    if item is None or not head.live(engine.now_ms()):
-        raise _deleted(handle.session_id)
+    item = yield from _check_live(engine, handle)
     _, recipe = decode_item(engine, item, handle.snapshot_id)
     began: _Handle = plan.handle
     done = cursor.block

@@ -227,8 +227,10 @@ def restore(engine: Engine, tenant: str, snapshots: Iterable[SessionSnapshot]) -
                 break  # the sessions' member pages do not fit beside the items: write in batches
             try:
                 yield from transact_surely(engine, actions)
-            except Cancelled:
-                continue  # a turn landed in a touched session since it was read: read again
+            except Cancelled as cancelled:
+                landed = cancelled.after_lost_answer and (yield from _heads_written(engine, actions))
+                if not landed:
+                    continue  # a turn landed in a touched session since it was read: read again
             engine.forget(tenant, moved)
             for session_id in touched:
                 engine.see_head(tenant, session_id, None)
@@ -239,6 +241,20 @@ def restore(engine: Engine, tenant: str, snapshots: Iterable[SessionSnapshot]) -
     for session_id in sorted(touched):
         yield from _recompute_head(engine, tenant, session_id, restored.get(session_id, {}), moved)
     return len(checked)
+
+
+def _heads_written(engine: Engine, actions: list[dict[str, Any]]) -> Steps[bool]:
+    """Whether every session head the transaction ``actions`` writes holds the version token it wrote: a
+    resend refused after a lost answer finds the first send landed (each head write moves ``hv``)."""
+    written = {
+        (put["Item"]["pk"]["S"], put["Item"]["sk"]["S"]): put["Item"]["hv"]["S"]
+        for put in (a["Put"] for a in actions if "Put" in a)
+        if put["Item"]["sk"]["S"] == keys.HEAD_SK and "hv" in put["Item"]
+    }
+    if not written:
+        return False
+    heads = yield from batch_get(engine.table, [{"pk": {"S": pk}, "sk": {"S": sk}} for pk, sk in written])
+    return all(heads.get(key, {}).get("hv", {}).get("S") == token for key, token in written.items())
 
 
 _ONE_GO = 3 * 1024 * 1024

@@ -17,7 +17,18 @@ from typing import Any
 import attrs
 import pytest
 
-from genkit_sessions import GenkitError, KeepLastStrategy, Message, MessageCountTrigger, SessionService, Status
+from genkit_sessions import (
+    GenkitError,
+    KeepLastStrategy,
+    Message,
+    MessageCountTrigger,
+    Role,
+    SessionService,
+    SessionSnapshot,
+    SessionState,
+    Status,
+    TextPart,
+)
 from genkit_sessions.dynamodb import DynamoDBSessionStore
 from tests.dynamodb.helpers import cold, inject_fault, left_behind
 from tests.dynamodb.write_paths import Reference, drop
@@ -60,6 +71,27 @@ def _fork(service: SessionService) -> object:
     return service.fork(record.leaf_id, new_session_id="fork", metadata={"principal": "bob"})
 
 
+def _deleted_elsewhere(service: SessionService) -> None:
+    _two_sessions(service)
+    SessionService(service.store).delete("s")
+
+
+def _again() -> Message:
+    return Message(role=Role.USER, content=(TextPart("again"),), metadata={"eventId": "e-again"})
+
+
+def _restore_older_history(service: SessionService) -> object:
+    """An import of a root older than session t: its creation, and its place in the index, move back."""
+    old = SessionSnapshot(
+        snapshot_id="imported-root",
+        session_id="t",
+        created_at="2020-01-01T00:00:00.000000Z",
+        status="completed",
+        state=SessionState(session_id="t", messages=(Message.of_text("user", "old"),)),
+    )
+    return service.store.restore_snapshots([old])
+
+
 def _so_far(messages: object) -> str:
     return "so far"
 
@@ -82,6 +114,13 @@ PATHS = [
         _two_sessions,
         lambda s: s.compact("s", MessageCountTrigger(4), KeepLastStrategy(2, lambda m: "so far")),
     ),
+    Path(
+        "compact-with-no-summary",
+        _two_sessions,
+        lambda s: s.compact("s", MessageCountTrigger(4), KeepLastStrategy(2, lambda m: [])),
+    ),
+    Path("append-after-a-delete", _deleted_elsewhere, lambda s: s.append("s", [_again()])),  # a retry is a no-op
+    Path("restore-older-history", _two_sessions, _restore_older_history),
     Path("fork", _compacted, _fork),
     Path("delete", _two_sessions, lambda s: s.delete("s")),
     Path(
