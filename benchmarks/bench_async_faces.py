@@ -43,7 +43,10 @@ cyclic garbage collector spent inside it; then a second pass over
 the same sessions runs in asyncio debug mode with
 ``loop.slow_callback_duration = 0.005`` and counts the ``asyncio`` logger's
 "Executing ... took" records (debug mode slows everything down, so its pass
-is not timed). The program prints tables; it asserts nothing.
+is not timed). When a tenth of the turns have finished, the debug pass also
+counts the objects the collector tracks (a full collection visits each of
+them), against the count before the turns started, and times one full
+collection. The program prints tables; it asserts nothing.
 """
 
 from __future__ import annotations
@@ -314,7 +317,7 @@ class SlowCallbacks(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         message = record.getMessage()
-        if not self.active or "Executing" not in message or "coro=<_one_pass()" in message:
+        if not self.active or "Executing" not in message or "coro=<_one_pass()" in message or "_census_task" in message:
             return  # the harness's own steps (starting turns, in debug mode) are not the face's
         self.count += 1
         took = self._TOOK.search(message)
@@ -412,6 +415,39 @@ def _where(handle: asyncio.Handle) -> str:
 
 
 @dataclass
+class Census:
+    """What the cyclic garbage collector tracks with many turns in flight, against the process at rest
+    (the debug pass, which is not timed, takes it): a full collection visits every tracked object."""
+
+    at_rest: int
+    in_flight: int
+    tracked: int
+    store_objects: int
+    full_collection: float
+
+    @property
+    def per_turn(self) -> float:
+        return (self.tracked - self.at_rest) / self.in_flight if self.in_flight else 0.0
+
+
+def take_census(at_rest: int, in_flight: int) -> Census:
+    import gc
+
+    objects = gc.get_objects()
+    tracked = len(objects)
+    ours = sum(1 for o in objects if str(getattr(type(o), "__module__", "")).startswith("genkit_sessions"))
+    del objects
+    started = time.perf_counter()
+    gc.collect()
+    return Census(at_rest, in_flight, tracked, ours, time.perf_counter() - started)
+
+
+async def _census_task(result: Pass, at_rest: int, in_flight: int) -> None:
+    """The census as a step of its own, which the slow-callback count leaves out (it is the harness)."""
+    result.census = take_census(at_rest, in_flight)
+
+
+@dataclass
 class Pass:
     face: str
     turns_ok: int = 0
@@ -435,6 +471,7 @@ class Pass:
     cpu_worst_without_gc: float = 0.0
     cpu_worst_without_gc_handle: str = ""
     gc_seconds: float = 0.0
+    census: Census | None = None
 
     @property
     def slow_worst(self) -> float:
@@ -474,6 +511,24 @@ async def _one_pass(name: str, ddb: Local, table: str, work: Workload, debug: bo
             await asyncio.sleep(PROBE_INTERVAL)
             overshoots.append(time.perf_counter() - started - PROBE_INTERVAL)
 
+    at_rest = 0
+    if debug:
+        import gc
+
+        gc.collect()
+        at_rest = len(gc.get_objects())
+    finished = 0
+    census: asyncio.Task[None] | None = None
+
+    async def counted(session_id: str) -> float:
+        nonlocal finished, census
+        try:
+            return await turn(face, session_id, work.turn_texts[session_id])
+        finally:
+            finished += 1
+            if debug and census is None and finished >= len(work.sessions) // 10:
+                census = asyncio.create_task(_census_task(result, at_rest, len(work.sessions) - finished))
+
     ddb.reset_log()
     proxy_before = ddb.proxy_cpu_seconds()
     cpu_before = time.process_time()
@@ -491,10 +546,12 @@ async def _one_pass(name: str, ddb: Local, table: str, work: Workload, debug: bo
             tasks: list[asyncio.Task[float]] = []
             for i in range(0, len(work.sessions), LAUNCH_CHUNK):  # a few at a time: no step of ours blocks the loop
                 chunk = work.sessions[i : i + LAUNCH_CHUNK]
-                tasks += [asyncio.create_task(turn(face, s, work.turn_texts[s])) for s in chunk]
+                tasks += [asyncio.create_task(counted(s)) for s in chunk]
                 await asyncio.sleep(0)
             outcomes = await asyncio.gather(*tasks, return_exceptions=True)
             result.wall = time.perf_counter() - started
+            if census is not None:
+                await census
         finally:
             handler.active = False
             done.set()
@@ -646,6 +703,15 @@ def summarise(runs: list[Run], faces: list[str], sessions: int) -> None:
         slowest = sorted((s for r in by_face[f] if r.debug for s in r.debug.slowest), reverse=True)[:3]
         for took, message in slowest:
             print(f"  slow callback, debug pass, {took * 1e3:.0f} ms: {_shorten(message)}")
+        censuses = [r.debug.census for r in by_face[f] if r.debug and r.debug.census]
+        if censuses:
+            c = sorted(censuses, key=lambda c: c.full_collection)[len(censuses) // 2]
+            print(
+                f"  the collector, debug pass (median of {len(censuses)}): {c.tracked:,} objects tracked with "
+                f"{c.in_flight:,} turns in flight, {c.at_rest:,} at rest ({c.per_turn:.0f} more per turn in flight; "
+                f"{c.store_objects:,} of all are genkit_sessions objects); one full collection of them "
+                f"{c.full_collection * 1e3:.0f} ms"
+            )
         worst = max(by_face[f], key=lambda r: r.timed.cpu_worst).timed
         if worst.cpu_worst_handle:
             print(f"  most CPU in one callback, {worst.cpu_worst * 1e3:.1f} ms: {_shorten(worst.cpu_worst_handle)}")
