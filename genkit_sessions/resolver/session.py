@@ -137,9 +137,13 @@ class Session:
         self._state = replace_checked(self._state, messages=self._state.message_list + messages)
 
     def add_artifacts(self, *artifacts: Artifact) -> None:
-        """Append artifacts; one with the name of an existing artifact replaces it."""
+        """Append artifacts; one with the name of an earlier artifact replaces it, so one call holding
+        several of a name keeps the last of them, as one call per artifact would."""
         _check_items(artifacts, Artifact, "add_artifacts", "Artifact(parts=[TextPart('...')], name='report')")
         named = {a.name for a in artifacts if a.name is not None}
+        if len(named) < sum(a.name is not None for a in artifacts):  # a name repeats: its last one wins
+            last = {a.name: index for index, a in enumerate(artifacts) if a.name is not None}
+            artifacts = tuple(a for index, a in enumerate(artifacts) if a.name is None or last[a.name] == index)
         kept = tuple(a for a in self._state.artifact_list if a.name is None or a.name not in named)
         self._state = attrs.evolve(self._state, artifacts=kept + artifacts)
 

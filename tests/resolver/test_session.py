@@ -100,3 +100,19 @@ def test_sync_session_refuses_asave() -> None:
     assert session is not None
     with pytest.raises(GenkitError, match="save"):
         asyncio.run(session.asave())
+
+
+def test_artifacts_of_one_name_in_one_call_keep_the_last_as_successive_calls_would() -> None:
+    draft = Artifact(name="report", parts=[TextPart("draft")])
+    other = Artifact(name="notes", parts=[TextPart("notes")])
+    final = Artifact(name="report", parts=[TextPart("final")])
+    anonymous = Artifact(parts=[TextPart("anon")])
+    one_call = SessionResolver.resolve(None, False, None).session
+    successive = SessionResolver.resolve(None, False, None).session
+    assert one_call is not None and successive is not None
+    one_call.add_artifacts(draft, anonymous, other, final, anonymous)
+    for artifact in (draft, anonymous, other, final, anonymous):
+        successive.add_artifacts(artifact)
+    texts = [(a.name, a.parts[0].text) for a in one_call.state.artifact_list]
+    assert texts == [(None, "anon"), ("notes", "notes"), ("report", "final"), (None, "anon")]
+    assert one_call.state.artifact_list == successive.state.artifact_list
