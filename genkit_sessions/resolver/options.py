@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import inspect
 from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 from typing import Any
@@ -15,10 +16,16 @@ from genkit_sessions.stores.protocol import Context
 
 __all__ = ["ResumePolicy", "SessionStoreOptions", "StateValidator"]
 
-StateValidator = Callable[[Any], "Iterable[str] | None"]
-"""Checks a session's custom state; returns findings (empty or None when it is fine).
+StateValidator = Callable[[Any], "Iterable[str] | str | bool | None"]
+"""Checks a session's custom state (rule R17), a plain function of it; what it returns is read as:
 
-Raising ``ValueError`` or ``TypeError`` counts as one finding, its message.
+* ``None``, ``True`` or an empty list: the state is fine;
+* a list (tuple, set, any iterable but a mapping) of findings: each one a string, rejecting the state;
+* one string: one finding; ``False``: one finding saying the validator refused the state.
+
+Raising ``ValueError`` or ``TypeError`` counts as one finding, its message. Any other answer (a number,
+a mapping, an awaitable) is misuse, raised as INVALID_ARGUMENT; an ``async def`` validator is refused
+when the options are made, since the rules cannot await it.
 """
 
 
@@ -78,6 +85,15 @@ def _function(instance: Any, attribute: Any, value: Any) -> None:
         raise _invalid(f"{attribute.name} must be a function, got {type(value).__name__}")
 
 
+def _validator(instance: Any, attribute: Any, value: Any) -> None:
+    _function(instance, attribute, value)
+    if inspect.iscoroutinefunction(value):
+        raise _invalid(
+            "state_validator must be a plain function, got an async one, which the resolution rules cannot "
+            "await; drop 'async' from it and return its findings (a list of strings, empty when the state is fine)"
+        )
+
+
 @attrs.frozen
 class SessionStoreOptions:
     """How a resolution reads the store and judges what it finds.
@@ -89,7 +105,7 @@ class SessionStoreOptions:
     """
 
     context: Context = attrs.field(default=None, validator=_context)
-    state_validator: StateValidator | None = attrs.field(default=None, validator=_function)
+    state_validator: StateValidator | None = attrs.field(default=None, validator=_validator)
     resume_policy: ResumePolicy = attrs.field(default=ResumePolicy.REJECT, converter=_policy)
     heartbeat_timeout: timedelta = attrs.field(default=timedelta(seconds=60), converter=_timeout)
     clock: Clock = attrs.field(default=utc_now, validator=_function)

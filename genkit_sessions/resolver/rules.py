@@ -42,7 +42,8 @@ R17  the state validator rejects the custom state                failure, INVALI
 from __future__ import annotations
 
 import enum
-from collections.abc import Generator, Mapping
+import inspect
+from collections.abc import Generator, Iterable, Mapping
 from typing import Any, NamedTuple, NoReturn
 
 from genkit_sessions.errors import GenkitError, Reason, Status
@@ -327,9 +328,10 @@ def _success(
     if state is not None and opts.state_validator is not None:
         # R17: the configured validator must accept the custom state.
         try:
-            findings = [str(f) for f in (opts.state_validator(state.custom) or ())]
+            answer = opts.state_validator(state.custom)
         except (ValueError, TypeError) as exc:
-            findings = [str(exc)]
+            answer = str(exc)
+        findings = _findings(answer)
         if findings:
             _fail(
                 "R17",
@@ -340,6 +342,32 @@ def _success(
     # tuple.__new__ with every field: what Decision(...) does, without its Python-level __new__ (a third
     # of a lookup's decision cost).
     return tuple.__new__(Decision, (rule, source, session_id, state, snapshot, None))
+
+
+def _findings(answer: Any) -> list[str]:
+    """R17: what a state validator answered, as findings (see ``StateValidator``); INVALID_ARGUMENT for an
+    answer that names no findings, since that validator is broken, not the state."""
+    if answer is None or answer is True:
+        return []
+    if answer is False:
+        return ["the state validator returned False"]
+    if isinstance(answer, str):
+        return [answer]
+    if inspect.isawaitable(answer):
+        if inspect.iscoroutine(answer):
+            answer.close()  # never awaited: close it rather than leave a warning behind
+        problem = "an awaitable; pass a plain function (drop 'async' from it)"
+    elif isinstance(answer, (Mapping, bytes, bytearray)) or not isinstance(answer, Iterable):
+        problem = f"{type(answer).__name__} {answer!r:.80}"
+    else:
+        return [str(finding) for finding in answer]
+    raise GenkitError(
+        Status.INVALID_ARGUMENT,
+        f"the state_validator returned {problem}; return a list of findings (strings, empty when the state "
+        "is fine), one string, a bool, or None",
+        details={"rule": "R17"},
+        reason=Reason.INVALID_INPUT,
+    )
 
 
 def _status(snapshot: SessionSnapshot, opts: SessionStoreOptions) -> SnapshotStatus:
