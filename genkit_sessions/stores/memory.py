@@ -5,7 +5,10 @@ and a write replaces it. Each session keeps its leaf pointer up to date on
 every write, so a session lookup costs the same at a hundred snapshots or a
 million. One lock guards the maps; it is held for dictionary operations and
 the caller's mutator only, never across an ``await``, so the store is safe
-from threads and from asyncio tasks alike. ``store.aio`` is the async face.
+from threads and from asyncio tasks alike. The lock is reentrant so that a
+mutator may read the store; a mutator that writes to it is refused
+(FAILED_PRECONDITION), since the save it runs in has read what it will
+replace. ``store.aio`` is the async face.
 """
 
 from __future__ import annotations
@@ -133,7 +136,9 @@ class InMemorySessionStore:
         self._stamp = MonotonicStamper(clock)
         self._indexed = rules.indexed_keys(indexed_metadata)
         self._tenants: dict[str, _Tenant] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._in_mutator = False
+        """True while a save's mutator runs (under the lock, so only on the thread holding it)."""
         self._watchers: dict[tuple[str, str], list[_Watcher]] = {}
         self._aio = AsyncInMemorySessionStore(self)
 
@@ -233,12 +238,18 @@ class InMemorySessionStore:
         context = effective_context(context, options)
         expected = options.expected_version if options is not None else None
         with self._lock:
+            if self._in_mutator:
+                raise _write_in_mutator("save_snapshot")
             tenant = self._tenant(context)
             existing = tenant.snapshots.get(snapshot_id)
             expired_home = None  # the expired session ``existing`` lived in: deleted once the write is sure
             if existing is not None and self._live(tenant, existing.session_id) is None:
                 expired_home, existing = existing.session_id, None
-            snapshot = next_snapshot(snapshot_id, existing, mutator, self._stamp())
+            self._in_mutator = True
+            try:
+                snapshot = next_snapshot(snapshot_id, existing, mutator, self._stamp())
+            finally:
+                self._in_mutator = False
             if snapshot is None:
                 return None
             session_id: str = snapshot.session_id  # type: ignore[assignment]
@@ -296,6 +307,8 @@ class InMemorySessionStore:
         """Delete the session's record, whole tree and index entries; returns how many snapshots went."""
         validate_id(session_id, "session_id", Reason.INVALID_SESSION_ID)
         with self._lock:
+            if self._in_mutator:
+                raise _write_in_mutator("delete_session")
             return self._drop(self._tenant(context), session_id)
 
     def abort_snapshot(self, snapshot_id: str, *, context: Context = None) -> SnapshotStatus | None:
@@ -361,6 +374,8 @@ class InMemorySessionStore:
         batch = [restorable(snapshot) for snapshot in snapshots]
         count = 0
         with self._lock:
+            if self._in_mutator:
+                raise _write_in_mutator("restore_snapshots")
             tenant = self._tenant(context)
             before: dict[str, tuple[list[str], str | None]] = {}
 
@@ -507,6 +522,8 @@ class InMemorySessionStore:
         frozen = rules.check_metadata(metadata)
         rules.check_ttl(ttl)
         with self._lock:
+            if self._in_mutator:
+                raise _write_in_mutator("create_session")
             tenant = self._tenant(context)
             if self._live(tenant, session_id, writing=True) is not None:
                 raise rules.session_exists(session_id)
@@ -529,6 +546,8 @@ class InMemorySessionStore:
         validate_id(session_id, "session_id", Reason.INVALID_SESSION_ID)
         rules.check_metadata_entry(name, value, allow_none=True)
         with self._lock:
+            if self._in_mutator:
+                raise _write_in_mutator("set_session_metadata")
             tenant = self._tenant(context)
             session = self._live(tenant, session_id)
             if session is None:
@@ -581,6 +600,8 @@ class InMemorySessionStore:
         rules.check_before(before)
         deleted = 0
         with self._lock:
+            if self._in_mutator:
+                raise _write_in_mutator("delete_expired_sessions")
             tenant = self._tenant(context)
             heap = tenant.expiry
             while heap and heap[0][0] < before:
@@ -594,6 +615,15 @@ class InMemorySessionStore:
                 self._drop(tenant, session_id)
                 deleted += 1
         return deleted
+
+
+def _write_in_mutator(method: str) -> GenkitError:
+    return GenkitError(
+        Status.FAILED_PRECONDITION,
+        f"a save_snapshot mutator called {method} on the in-memory store it is saving to; a mutator may read "
+        "the store but not write to it (the save has read what it will replace): return the snapshot to "
+        "store from the mutator, and make other writes after save_snapshot returns",
+    )
 
 
 def _not_found(snapshot_id: str, what: str) -> GenkitError:
