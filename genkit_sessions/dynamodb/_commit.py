@@ -119,10 +119,13 @@ def save(
 
     seen_head: Head | None = None
     head_races_lost = 0
-    for attempt in range(engine.settings.max_attempts):
-        if attempt > 1:
-            yield Sleep(random.uniform(0, min(0.5, 0.01 * 2**attempt)))
-        guessed = attempt == 0
+    lost = 0  # attempts lost to concurrent writers: only they count against max_attempts
+    guessing = True  # the first attempt runs on what this store remembers, once
+    expired_seen = False
+    while lost < engine.settings.max_attempts:
+        if lost > 1:
+            yield Sleep(random.uniform(0, min(0.5, 0.01 * 2**lost)))
+        guessed, guessing = guessing, False
         existing, snapshot = _guess(engine, tenant, snapshot_id, mutator) if guessed else (None, None)
         if snapshot is None:
             guessed = False
@@ -137,11 +140,14 @@ def save(
                 yield from _create(engine, tenant, snapshot, seen_head, head_races_lost, expected)
             else:
                 yield from _update(engine, tenant, snapshot, existing, expected)
-        except Expired as expired:
+        except Expired as expired:  # deleted first (V7), then the write is judged again
+            lost += expired_seen  # a session that expires again meanwhile is another writer's doing
+            expired_seen = True
             yield from delete_session(engine, tenant, expired.session_id)
-            seen_head = None
+            seen_head = yield from read_head(engine, tenant, expired.session_id)  # the tombstone to write over
             continue
         except Contention as contention:
+            lost += 1
             if contention.head is not None:
                 seen_head = contention.head
                 head_races_lost += 1
@@ -215,10 +221,9 @@ def _create(
     parent: Loaded | None = None
     parent_state: SessionState | None = None
     parent_recipe: Recipe | None = None
+    pinned: Head | None = None
     if snapshot.parent_id is not None:
-        parent = engine.cached(tenant, snapshot.parent_id)
-        if parent is None:
-            parent = yield from read_by_id(engine, tenant, snapshot.parent_id)
+        parent, pinned = yield from _parent(engine, tenant, snapshot, seen_head)
         if parent is None and expected is not None:  # the version decides first, as in every store
             head = yield from read_head(engine, tenant, session_id)
             visible = head.visible_version(engine.now_ms())
@@ -237,11 +242,18 @@ def _create(
     record = record_bytes(snapshot, recipe)
     if inline:
         record = pack_record(record, keys.blob_tag(name), parts[0])
-    item = {**keys.snapshot_key(tenant, snapshot_id), "rec": {"B": record}, **status_attributes(snapshot)}
+    version = engine.first_version()
+    item = {
+        **keys.snapshot_key(tenant, snapshot_id),
+        "rec": {"B": record},
+        "v": {"N": str(version)},
+        **status_attributes(snapshot),
+    }
     if expires is not None:
         item["exp"] = {"N": str(expires)}
     known = (
-        seen_head
+        pinned
+        or seen_head
         or engine.known_head(tenant, session_id)
         or (engine.head_with(tenant, snapshot.parent_id) if snapshot.parent_id is not None else None)
     )
@@ -283,7 +295,30 @@ def _create(
         raise
     engine.see_head(tenant, session_id, head_after)
     statuses = (snapshot.effective_status.value,)
-    engine.remember(tenant, Loaded(snapshot, recipe, expires, 1, statuses, item_size(item)), head_after)
+    engine.remember(tenant, Loaded(snapshot, recipe, expires, version, statuses, item_size(item)), head_after)
+
+
+def _parent(
+    engine: Engine, tenant: str, snapshot: SessionSnapshot, seen_head: Head | None
+) -> Steps[tuple[Loaded | None, Head | None]]:
+    """The parent a new snapshot is planned on (None: not stored), and, when it had to be read, the head
+    to condition the write on.
+
+    The copy this store remembers serves while the head the write will be conditioned on is the very
+    head it was read or written with: every write that can rewrite a snapshot (a change of its state, a
+    restore, a deletion and a recreation of its id) moves that head, so the copy is then current. Else
+    the head is read first and the parent after it: a write conditioned on that head cannot land over a
+    parent rewritten since it was read (its delta would name blobs that are gone)."""
+    parent_id, session_id = snapshot.parent_id, snapshot.session_id
+    assert parent_id is not None and session_id is not None
+    cached = engine.cached(tenant, parent_id)
+    seen_with = engine.head_with(tenant, parent_id)
+    if cached is not None and seen_with is not None and seen_with.version is not None:
+        known = seen_head or engine.known_head(tenant, session_id) or seen_with
+        if known.version == seen_with.version and cached.snapshot.session_id == session_id:
+            return cached, None
+    head = yield from read_head(engine, tenant, session_id)
+    return (yield from read_by_id(engine, tenant, parent_id)), head
 
 
 def _update(

@@ -86,6 +86,14 @@ class Engine:
         """A fresh random version token or nonce."""
         return os.urandom(8).hex()
 
+    @staticmethod
+    def first_version() -> int:
+        """The item version a snapshot item starts at when it is written whole (a new snapshot, a restore
+        over no item): random, so a snapshot id written again after a deletion never matches the version
+        another store instance remembers of the item before, and that instance's update of its copy is
+        refused instead of landing on data it never read."""
+        return 2 + int.from_bytes(os.urandom(4), "big") % 999_999_998
+
     def data_loss(self, snapshot_id: str, problem: str) -> GenkitError:
         """DATA_LOSS for a snapshot whose stored bytes do not decode."""
         return GenkitError(

@@ -120,7 +120,8 @@ def new_snapshot(
     lost the head race, an UpdateItem adds the id and moves the version instead, on a live head (a
     child) or no head (a root), with room for the id: adds commute, so concurrent writers do not make
     each other retry. After three lost races a Put on the exact version decides alone. A store that
-    does not know the head uses the UpdateItem from the start.
+    does not know the whole head uses the UpdateItem from the start, on the exact version when it knows
+    that (the head it wrote last), so the parent it planned on cannot have been rewritten meanwhile.
     """
     session_id = snapshot.session_id
     assert session_id is not None
@@ -166,6 +167,10 @@ def new_snapshot(
     room = not_exists("ids") | size_lt("ids", {"N": str(engine.settings.head_ids)})
     if snapshot.parent_id is not None:
         condition = _alive() & exists("sv") & room & record_condition
+        if known is not None and known.version is not None and head_races_lost == 0:
+            # Uncontended, on the exact version known: the parent this child was planned on is still the
+            # one stored (a deletion and recreation, or a restore, would have moved it).
+            condition = condition & eq("hv", {"S": known.version})
     else:
         condition = not_exists("pk") | (not_exists("dead") & exists("sv") & room & record_condition)
         if expected is not None and expected > 0:
@@ -285,7 +290,9 @@ def restored(
     }
     if created_at is not None and ("ca" not in head or created_at < head["ca"]["S"]):
         head["ca"] = {"S": created_at}  # an import of older history moves the session's creation back
-    if leaf is None:
+    if not ids:  # every member moved to other sessions: the record stays, as create_session leaves it
+        head.update({name: base[name] for name in ("ua", "lc") if name in base})
+    elif leaf is None:
         head["cyc"] = {"N": str(cyclic)}
     else:
         assert leaf_recipe is not None

@@ -3,7 +3,9 @@
 Attribute names (all short, all sent as placeholders in expressions):
 
 - snapshot item: ``rec`` (record packed with the small blob it wrote), ``u`` (the record after an
-  update), ``v`` (item version once updated), ``st`` / ``sh`` (status, status history), ``exp`` (TTL);
+  update), ``v`` (item version: random when the item is written whole, one more at each update; an
+  item written before versions started at random has none and counts as 1), ``st`` / ``sh`` (status,
+  status history), ``exp`` (TTL);
 - head (the session record): ``hv`` (random version token, new on every head write), ``leaf``,
   ``lc`` (the leaf's createdAt), ``rc`` (the leaf's recipe, a read hint), ``ids`` (newest member ids),
   ``sv`` (the session version, contract rule V8), ``ca`` / ``ua`` (created, updated), ``md`` (metadata),

@@ -196,7 +196,12 @@ def restore(engine: Engine, tenant: str, snapshots: Iterable[SessionSnapshot]) -
         old_session = _session_of_item(engine, previous, snapshot.snapshot_id)
         if old_session is not None and old_session != session_id:
             touched.add(old_session)
-        version = int(previous["v"]["N"]) + 1 if previous is not None and "v" in previous else 1
+        # Over a stored item the version moves on (an instance holding the item as it was cannot update
+        # it); over none it starts afresh, at random, as a new snapshot's does.
+        if previous is None:
+            version = engine.first_version()
+        else:
+            version = (int(previous["v"]["N"]) if "v" in previous else 1) + 1
         plan = plan_state(None, None, snapshot.state, engine.settings.checkpoint_every)
         name, chunks = new_blob(engine, snapshot.snapshot_id, plan)
         recipe = plan.recipe(name, len(chunks))
@@ -205,7 +210,7 @@ def restore(engine: Engine, tenant: str, snapshots: Iterable[SessionSnapshot]) -
             **keys.snapshot_key(tenant, snapshot.snapshot_id),
             "rec": {"B": record_bytes(snapshot, recipe)},
             **status_attributes(snapshot),
-            **({"v": {"N": str(version)}} if version > 1 else {}),
+            "v": {"N": str(version)},
         }
         if expires is not None:
             item["exp"] = {"N": str(expires)}
@@ -304,8 +309,9 @@ def _head_actions(
     union = {s.snapshot_id: union[s.snapshot_id] for s in order}
     deletions = [{"Delete": {"TableName": engine.table, "Key": {"pk": r["pk"], "sk": r["sk"]}}} for r in old_pages]
     if not union:
-        if read.alive:  # every member moved to other sessions
-            return [_head.tombstone(engine, tenant, session_id, read)[0], *deletions]
+        if read.alive:  # every member moved to other sessions: the session stays, empty, as a created one
+            empty = _head.restored(engine, tenant, session_id, read, [], None, None, None, None, 0, 0)
+            return [empty, *deletions]
         return deletions
     ids = list(union)
     head_ids, paged = ids[-engine.settings.head_ids :], ids[: -engine.settings.head_ids]

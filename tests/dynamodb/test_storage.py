@@ -433,20 +433,34 @@ def test_deleting_a_session_whose_writer_never_stops_still_wins_and_later_writes
     assert left_behind(store) == []
 
 
-def test_completed_snapshots_carry_no_status_or_version_attributes_until_they_change(
+def test_completed_snapshots_carry_no_status_attributes_and_a_random_version_until_they_change(
     make_dynamo: StoreFactory,
 ) -> None:
     store = make_dynamo()
     save_new(store, "done", state_of("s", ["hi"]))
     save_new(store, "running", state_of("s", ["hi", "there"]), "done", status="pending")
     items = {i["pk"]["S"].rpartition(SEP)[2]: i for i in scan(store) if i["sk"]["S"] == SNAPSHOT_SK}
-    assert {"st", "sh", "v"}.isdisjoint(items["done"])
-    assert items["running"]["st"] == {"S": "pending"} and {"sh", "v"}.isdisjoint(items["running"])
+    assert {"st", "sh"}.isdisjoint(items["done"])
+    assert items["running"]["st"] == {"S": "pending"} and "sh" not in items["running"]
+    versions = {name: int(item["v"]["N"]) for name, item in items.items()}
+    assert len(set(versions.values())) == 2 and min(versions.values()) >= 2  # each item's own, at random
     assert store.abort_snapshot("running") == "pending"
     assert cold(store).abort_snapshot("running") == "aborted"  # a second writer, on what is stored
     item = next(i for i in scan(store) if i["pk"]["S"].endswith(SEP + "running"))
-    assert item["st"] == {"S": "aborted"} and item["v"] == {"N": "2"}
+    assert item["st"] == {"S": "aborted"} and item["v"] == {"N": str(versions["running"] + 1)}
     assert [s["S"] for s in item["sh"]["L"]] == ["pending", "aborted"]
+
+
+def test_an_item_written_before_versions_started_at_random_is_updated_on_its_implicit_version(
+    make_dynamo: StoreFactory,
+) -> None:
+    store = make_dynamo()
+    save_new(store, "running", state_of("s", ["hi"]), status="pending")
+    key = next({"pk": i["pk"], "sk": i["sk"]} for i in scan(store) if i["sk"]["S"] == SNAPSHOT_SK)
+    store.client.update_item(TableName=store.table_name, Key=key, UpdateExpression="REMOVE v")  # the old layout
+    assert cold(store).abort_snapshot("running") == "pending"
+    item = next(i for i in scan(store) if i["sk"]["S"] == SNAPSHOT_SK)
+    assert item["st"] == {"S": "aborted"} and item["v"] == {"N": "2"}
 
 
 def test_restoring_more_snapshots_than_a_head_holds_lists_and_resumes_them_all(make_dynamo: StoreFactory) -> None:

@@ -1,0 +1,178 @@
+"""What one store instance knows must never outlive what another instance did to the same table.
+
+Instance A reads or writes a snapshot; instance B (another process, on the same table) then deletes the
+session and writes the same ids again, restores it, or moves a snapshot to another session. A's next
+write must be judged on what is stored now, as the in-memory store judges it: a child planned on a
+parent as A remembered it, or an update run on A's copy, would point at data B removed or overwrite
+what B wrote. For memory, B is the same store (there is nothing to go stale).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import pytest
+
+from genkit_sessions import GenkitError, InMemorySessionStore, Message, SessionSnapshot, SessionState, Status
+from tests.conftest import StoreFactory
+
+
+def _other(store: Any) -> Any:
+    """Another instance on the same data, with nothing cached (the same store, for memory)."""
+    if isinstance(store, InMemorySessionStore):
+        return store
+    return type(store)(store.table_name, store.client)
+
+
+def _state(session_id: str, texts: list[str]) -> SessionState:
+    return SessionState(
+        session_id=session_id,
+        messages=tuple(Message.of_text("user" if i % 2 == 0 else "model", t) for i, t in enumerate(texts)),
+    )
+
+
+def _texts(snapshot: SessionSnapshot | None) -> list[str] | None:
+    if snapshot is None or snapshot.state is None:
+        return None
+    return [m.content[0].text for m in snapshot.state.messages]
+
+
+def _new(
+    store: Any,
+    snapshot_id: str,
+    session_id: str,
+    texts: list[str],
+    parent: str | None = None,
+    status: str | None = None,
+) -> SessionSnapshot:
+    snapshot = SessionSnapshot(
+        snapshot_id=snapshot_id, session_id=session_id, parent_id=parent, status=status, state=_state(session_id, texts)
+    )
+    saved = store.save_snapshot(snapshot_id, lambda current: snapshot if current is None else None)
+    assert saved is not None
+    return saved
+
+
+def _append(text: str) -> Any:
+    def mutate(current: SessionSnapshot | None) -> SessionSnapshot | None:
+        if current is None:
+            return None
+        assert current.state is not None and current.session_id is not None
+        return attrs.evolve(current, state=_state(current.session_id, [*(_texts(current) or []), text]))
+
+    return mutate
+
+
+def _readable(store: Any, session_id: str) -> dict[str, list[str] | None]:
+    cold = _other(store)
+    return {s.snapshot_id: _texts(s) for s in cold.list_snapshots(session_id)}
+
+
+def test_a_child_of_a_snapshot_another_instance_deleted_and_wrote_again_is_stored_whole(
+    make_store: StoreFactory,
+) -> None:
+    a = make_store()
+    b = _other(a)
+    _new(a, "d", "s", ["old-1", "old-2"])
+    b.delete_session("s")
+    _new(b, "d", "s", ["new-1"])
+    saved = _new(a, "c", "s", ["old-1", "old-2", "child"], parent="d")
+    assert _texts(saved) == ["old-1", "old-2", "child"]
+    assert _readable(a, "s") == {"d": ["new-1"], "c": ["old-1", "old-2", "child"]}
+    assert _texts(_other(a).get_snapshot(session_id="s")) == ["old-1", "old-2", "child"]
+
+
+def test_a_turn_finished_after_another_instance_deleted_and_restored_the_session_stays_readable(
+    make_store: StoreFactory,
+) -> None:
+    a = make_store()
+    b = _other(a)
+    _new(a, "a", "s", ["hello", "hi"])
+    _new(a, "p", "s", ["hello", "hi", "q"], parent="a", status="pending")
+    backup = b.list_snapshots("s")
+    b.delete_session("s")
+    assert b.restore_snapshots(backup) == 2
+    done = a.save_snapshot("p", lambda c: attrs.evolve(_append("answer")(c), status="completed"))
+    assert _texts(done) == ["hello", "hi", "q", "answer"]
+    _new(a, "c", "s", ["hello", "hi", "other"], parent="a")
+    assert _readable(a, "s") == {
+        "a": ["hello", "hi"],
+        "p": ["hello", "hi", "q", "answer"],
+        "c": ["hello", "hi", "other"],
+    }
+
+
+def test_an_update_after_another_instance_deleted_and_wrote_the_snapshot_again_runs_on_what_is_stored(
+    make_store: StoreFactory,
+) -> None:
+    a = make_store()
+    b = _other(a)
+    _new(a, "p", "s", ["old"], status="pending")
+    b.delete_session("s")
+    _new(b, "p", "s", ["B-new"], status="pending")
+    seen: list[list[str] | None] = []
+
+    def progress(current: SessionSnapshot | None) -> SessionSnapshot | None:
+        seen.append(_texts(current))
+        return _append("A-progress")(current)
+
+    assert _texts(a.save_snapshot("p", progress)) == ["B-new", "A-progress"]
+    assert seen[-1] == ["B-new"]
+    assert _readable(a, "s") == {"p": ["B-new", "A-progress"]}
+
+
+@pytest.mark.parametrize("updates_before", [0, 1, 2])
+def test_an_update_after_another_instance_restored_the_snapshot_runs_on_the_restored_state(
+    make_store: StoreFactory, updates_before: int
+) -> None:
+    a = make_store()
+    b = _other(a)
+    _new(a, "p", "s", ["old"], status="pending")
+    for i in range(updates_before):
+        a.save_snapshot("p", _append(f"u{i}"))
+    current = b.get_snapshot(snapshot_id="p")
+    b.restore_snapshots([attrs.evolve(current, state=_state("s", ["RESTORED"]))])
+    seen: list[list[str] | None] = []
+
+    def progress(current: SessionSnapshot | None) -> SessionSnapshot | None:
+        seen.append(_texts(current))
+        return _append("A")(current)
+
+    a.save_snapshot("p", progress)
+    assert seen[-1] == ["RESTORED"]
+    assert _readable(a, "s") == {"p": ["RESTORED", "A"]}
+
+
+def test_a_child_of_a_snapshot_now_rooted_in_another_session_is_judged_where_it_is_now(
+    make_store: StoreFactory,
+) -> None:
+    a = make_store()
+    b = _other(a)
+    _new(a, "d", "s2", ["x"])
+    b.delete_session("s2")
+    _new(b, "d", "s3", ["y"])
+    _new(a, "a", "s3", ["y", "child"], parent="d")
+    assert _readable(a, "s3") == {"d": ["y"], "a": ["y", "child"]}
+    with pytest.raises(GenkitError) as caught:  # and one in the session d left is refused, on what is stored
+        _new(a, "b", "s2", ["x", "child"], parent="d")
+    assert caught.value.status in (Status.INVALID_ARGUMENT, Status.FAILED_PRECONDITION)
+
+
+def test_a_session_whose_snapshots_a_restore_moved_elsewhere_keeps_its_record(make_store: StoreFactory) -> None:
+    store = make_store()
+    store.create_session("s2", metadata={"principal": "ana"})
+    _new(store, "h", "s2", ["hi"])
+    h = store.get_snapshot(snapshot_id="h")
+    assert h is not None and h.state is not None
+    store.restore_snapshots([attrs.evolve(h, session_id="s3", state=attrs.evolve(h.state, session_id="s3"))])
+    record = store.get_session_record("s2")
+    assert record is not None
+    assert (record.version, record.leaf_id, dict(record.metadata)) == (0, None, {"principal": "ana"})
+    assert store.list_snapshots("s2") == [] and [s.snapshot_id for s in store.list_snapshots("s3")] == ["h"]
+    with pytest.raises(GenkitError) as caught:
+        store.create_session("s2")
+    assert caught.value.status is Status.ALREADY_EXISTS
+    _new(store, "k", "s2", ["again"])
+    again = store.get_session_record("s2")
+    assert again is not None and again.leaf_id == "k" and again.version == 2
