@@ -28,7 +28,7 @@ from genkit_sessions.dynamodb._engine import Engine, Settings
 from genkit_sessions.dynamodb._errors import BACKEND_ERRORS, map_error
 from genkit_sessions.dynamodb._items import item_size
 from genkit_sessions.errors import GenkitError, Reason, Status
-from genkit_sessions.model.clock import Clock, utc_now
+from genkit_sessions.model.clock import Clock, check_clock, utc_now
 from genkit_sessions.model.ids import validate_id
 from genkit_sessions.model.types import Message, SessionSnapshot, SnapshotStatus
 from genkit_sessions.stores import session_rules as rules
@@ -144,7 +144,7 @@ class DynamoDBSessionStore:
         )
         rules.check_int_option("max_retries", max_retries, 0)
         rules.check_callable("tenant_of", tenant_of, "tenant_of=lambda context: context['org']")
-        rules.check_callable("clock", clock, "clock=genkit_sessions.model.clock.utc_now")
+        check_clock(clock)
         rules.check_option("require_tenant", require_tenant, isinstance(require_tenant, bool), "a bool", "True")
         if require_tenant:
             tenant_of = required_tenant(tenant_of)

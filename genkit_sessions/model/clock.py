@@ -8,7 +8,9 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
-__all__ = ["Clock", "MonotonicStamper", "format_timestamp", "parse_timestamp", "utc_now"]
+from genkit_sessions.errors import GenkitError, Reason, Status
+
+__all__ = ["Clock", "MonotonicStamper", "check_clock", "format_timestamp", "parse_timestamp", "utc_now"]
 
 Clock = Callable[[], datetime]
 """A function returning the current time as an aware datetime."""
@@ -17,6 +19,35 @@ Clock = Callable[[], datetime]
 def utc_now() -> datetime:
     """The current time in UTC."""
     return datetime.now(timezone.utc)
+
+
+def check_clock(clock: object, option: str = "clock") -> None:
+    """INVALID_ARGUMENT naming ``option`` unless ``clock`` is a function returning a timezone-aware
+    datetime. It is read once to tell: a naive datetime (``datetime.now``) would be compared with the
+    aware instants every store keeps, so every option that takes a clock refuses it up front."""
+    if clock is utc_now:
+        return
+    advice = f"pass for example {option}=lambda: datetime.now(timezone.utc)"
+    if not callable(clock):
+        problem = f"got {type(clock).__name__} {clock!r:.60}"
+    else:
+        try:
+            moment = clock()
+        except Exception as exc:
+            problem = f"it raised {type(exc).__name__}: {exc} when read"
+        else:
+            if isinstance(moment, datetime) and moment.utcoffset() is not None:
+                return
+            problem = (
+                f"it returned a naive datetime ({moment!r:.60}), which names no instant"
+                if isinstance(moment, datetime)
+                else f"it returned {type(moment).__name__} {moment!r:.60}"
+            )
+    raise GenkitError(
+        Status.INVALID_ARGUMENT,
+        f"{option} must be a function returning a timezone-aware datetime, but {problem}; {advice}",
+        reason=Reason.INVALID_INPUT,
+    )
 
 
 def format_timestamp(moment: datetime) -> str:

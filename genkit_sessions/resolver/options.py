@@ -11,7 +11,7 @@ from typing import Any
 import attrs
 
 from genkit_sessions.errors import GenkitError, Reason, Status
-from genkit_sessions.model.clock import Clock, utc_now
+from genkit_sessions.model.clock import Clock, check_clock, utc_now
 from genkit_sessions.stores.protocol import Context
 
 __all__ = ["ResumePolicy", "SessionStoreOptions", "StateValidator"]
@@ -85,6 +85,10 @@ def _function(instance: Any, attribute: Any, value: Any) -> None:
         raise _invalid(f"{attribute.name} must be a function, got {type(value).__name__}")
 
 
+def _clock(instance: Any, attribute: Any, value: Any) -> None:
+    check_clock(value, attribute.name)
+
+
 def _validator(instance: Any, attribute: Any, value: Any) -> None:
     _function(instance, attribute, value)
     if inspect.iscoroutinefunction(value):
@@ -101,11 +105,12 @@ class SessionStoreOptions:
     ``context`` is passed to every store call (stores derive the tenant from it).
     ``heartbeat_timeout`` (a ``timedelta`` or seconds) makes a pending snapshot
     whose last heartbeat is older read as expired. ``clock`` is the time source
-    for that judgement.
+    for that judgement: a function returning a timezone-aware datetime (a naive one
+    is INVALID_ARGUMENT).
     """
 
     context: Context = attrs.field(default=None, validator=_context)
     state_validator: StateValidator | None = attrs.field(default=None, validator=_validator)
     resume_policy: ResumePolicy = attrs.field(default=ResumePolicy.REJECT, converter=_policy)
     heartbeat_timeout: timedelta = attrs.field(default=timedelta(seconds=60), converter=_timeout)
-    clock: Clock = attrs.field(default=utc_now, validator=_function)
+    clock: Clock = attrs.field(default=utc_now, validator=_clock)

@@ -24,7 +24,14 @@ from typing import Any
 import attrs
 
 from genkit_sessions.errors import GenkitError, Reason, Status
-from genkit_sessions.model.clock import Clock, MonotonicStamper, format_timestamp, parse_timestamp, utc_now
+from genkit_sessions.model.clock import (
+    Clock,
+    MonotonicStamper,
+    check_clock,
+    format_timestamp,
+    parse_timestamp,
+    utc_now,
+)
 from genkit_sessions.model.frozen_json import FrozenDict, strict_equal
 from genkit_sessions.model.ids import id_problem, validate_id
 from genkit_sessions.model.types import Message, SessionSnapshot, SnapshotStatus
@@ -129,7 +136,7 @@ class InMemorySessionStore:
         indexed_metadata: Iterable[str] = (),
     ) -> None:
         rules.check_callable("tenant_of", tenant_of, "tenant_of=lambda context: context['org']")
-        rules.check_callable("clock", clock, "clock=genkit_sessions.model.clock.utc_now")
+        check_clock(clock)
         rules.check_option("require_tenant", require_tenant, isinstance(require_tenant, bool), "a bool", "True")
         self._tenant_of = required_tenant(tenant_of) if require_tenant else tenant_of
         self._clock = clock
