@@ -376,6 +376,8 @@ def _update(
     changes_session = state_changed or status_changed  # the head's version moves: actions[1]
     if changes_session:
         actions.append(_head.change(engine, tenant, session_id, known, now, expected))
+    elif known is None or known.item is None or "xa" in known.item:  # a session that may have expired
+        actions.append(_head.live_check(engine, tenant, session_id))
     replaced = existing.recipe.refs[-1] if state_changed and existing.recipe.ends_in_update else None
     old_parts: list[dict[str, Any]] = []
     if replaced is not None and replaced[1] > 0 and replaced not in recipe.refs:
@@ -405,7 +407,7 @@ def _update(
                     f"session {session_id!r} is being deleted; snapshot {snapshot_id!r} cannot change meanwhile",
                 ) from None
         raise Contention() from None
-    if len(actions) > 1:
+    if changes_session:
         engine.see_head(tenant, session_id, None)  # its version moved
     engine.forget(tenant, [snapshot_id])  # the head seen with it is out of date
     loaded = Loaded(snapshot, recipe, existing.expires, existing.version + 1, status_history(status), existing.size)

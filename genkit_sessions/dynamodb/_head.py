@@ -46,6 +46,7 @@ __all__ = [
     "final_tombstone",
     "forget_staged",
     "hint",
+    "live_check",
     "new_snapshot",
     "register_staged",
     "reminder",
@@ -247,6 +248,20 @@ def change(
             "TableName": engine.table,
             "Key": keys.head_key(tenant, session_id),
             **render(condition=condition, update=update),
+        }
+    }
+
+
+def live_check(engine: Engine, tenant: str, session_id: str) -> dict[str, Any]:
+    """The head action of a write that moves no version (a heartbeat) in a session that may expire: a
+    check that the session is alive and has not expired, so the write cannot land in an expired session
+    (which reads as absent), as no write can in the in-memory store."""
+    condition = _alive() & (not_exists("xa") | gt("xa", {"N": str(engine.now_ms())}))
+    return {
+        "ConditionCheck": {
+            "TableName": engine.table,
+            "Key": keys.head_key(tenant, session_id),
+            **render(condition=condition),
         }
     }
 

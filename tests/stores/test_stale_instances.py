@@ -9,6 +9,7 @@ what B wrote. For memory, B is the same store (there is nothing to go stale).
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import attrs
@@ -176,3 +177,22 @@ def test_a_session_whose_snapshots_a_restore_moved_elsewhere_keeps_its_record(ma
     _new(store, "k", "s2", ["again"])
     again = store.get_session_record("s2")
     assert again is not None and again.leaf_id == "k" and again.version == 2
+
+
+def test_a_heartbeat_of_a_running_turn_in_an_expired_session_finds_nothing(make_store: StoreFactory) -> None:
+    class Clock:
+        now = datetime(2030, 1, 1, tzinfo=timezone.utc)
+
+        def __call__(self) -> datetime:
+            return self.now
+
+    clock = Clock()
+    store = make_store(clock=clock)
+    store.create_session("s", ttl=timedelta(seconds=30), sliding=True)
+    _new(store, "g", "s", ["working"], status="pending")
+    assert store.heartbeat("g").heartbeat_at is not None
+    clock.now += timedelta(minutes=5)
+    with pytest.raises(GenkitError) as caught:
+        store.heartbeat("g")
+    assert caught.value.status is Status.NOT_FOUND
+    assert store.get_session_record("s") is None and store.get_snapshot(snapshot_id="g") is None
