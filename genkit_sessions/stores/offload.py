@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
+import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -38,6 +39,20 @@ __all__ = ["OffloadedAsyncStore", "watch_by_polling"]
 T = TypeVar("T")
 
 
+def _require_blocking_store(store: Any) -> None:
+    """INVALID_ARGUMENT unless ``store`` is a blocking store: its reads and writes are plain methods."""
+    methods = [getattr(store, name, None) for name in ("get_snapshot", "save_snapshot")]
+    if all(callable(method) and not inspect.iscoroutinefunction(method) for method in methods):
+        return
+    kind = "an async face" if any(inspect.iscoroutinefunction(method) for method in methods) else "not a store"
+    raise GenkitError(
+        Status.INVALID_ARGUMENT,
+        f"OffloadedAsyncStore wraps a blocking store (plain get_snapshot and save_snapshot), "
+        f"got {type(store).__name__}, which is {kind}; pass the blocking store itself "
+        "(an async face is awaited directly, with no executor)",
+    )
+
+
 class OffloadedAsyncStore:
     """The async face of a blocking store: each call runs on ``executor`` and is awaited.
 
@@ -52,12 +67,28 @@ class OffloadedAsyncStore:
                 f"executor must be a concurrent.futures.Executor, got {type(executor).__name__}; "
                 "pass ThreadPoolExecutor(max_workers=N)",
             )
+        if isinstance(executor, concurrent.futures.ProcessPoolExecutor):
+            raise GenkitError(
+                Status.INVALID_ARGUMENT,
+                "executor is a ProcessPoolExecutor, which cannot share the store or run its mutators; "
+                "pass ThreadPoolExecutor(max_workers=N)",
+            )
+        _require_blocking_store(store)
         self.sync = store
         self.executor = executor
 
     async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.executor, functools.partial(fn, *args, **kwargs))
+        try:
+            future = loop.run_in_executor(self.executor, functools.partial(fn, *args, **kwargs))
+        except RuntimeError as error:  # submit() after shutdown(), or a pool broken by a dead worker
+            name = type(self.executor).__name__
+            raise GenkitError(
+                Status.FAILED_PRECONDITION,
+                f"the {name} this store's calls run on is shut down or broken ({error}); "
+                f"keep the {name} open while the store is in use, or wrap the store again with a live one",
+            ) from error
+        return await future
 
     async def get_snapshot(
         self, *, snapshot_id: str | None = None, session_id: str | None = None, context: Context = None
