@@ -73,7 +73,7 @@ from genkit_sessions.dynamodb._items import (
     status_attributes,
     status_history,
 )
-from genkit_sessions.dynamodb._reads import read_by_id, read_head
+from genkit_sessions.dynamodb._reads import home_of, read_by_id, read_head
 from genkit_sessions.errors import GenkitError, Status
 from genkit_sessions.model.types import SessionSnapshot, SessionState
 from genkit_sessions.model.wire import to_wire
@@ -144,7 +144,8 @@ def save(
             lost += expired_seen  # a session that expires again meanwhile is another writer's doing
             expired_seen = True
             yield from delete_session(engine, tenant, expired.session_id)
-            seen_head = yield from read_head(engine, tenant, expired.session_id)  # the tombstone to write over
+            if expired.session_id == snapshot.session_id:
+                seen_head = yield from read_head(engine, tenant, expired.session_id)  # the tombstone to write over
             continue
         except Contention as contention:
             lost += 1
@@ -162,6 +163,26 @@ def save(
         f"snapshot {snapshot_id!r}: {engine.settings.max_attempts} attempts in a row lost to concurrent writers "
         f"on DynamoDB table {engine.table!r}; retry the save later",
     )
+
+
+def _judge_the_item_in_the_way(engine: Engine, tenant: str, snapshot_id: str) -> Steps[None]:
+    """A create refused because the id's item exists: when that item lives in an expired session (it read
+    as absent), Expired, so the session is deleted and the write goes on, as in the in-memory store; when
+    it lives in a session with no live head, FAILED_PRECONDITION naming it. Otherwise another writer
+    created the id meanwhile, and the caller retries on what it wrote."""
+    home = yield from home_of(engine, tenant, snapshot_id)
+    if home is None:
+        return
+    session_id, head = home
+    if head.alive and head.expired(engine.now_ms()):
+        raise Expired(session_id)
+    if not head.alive:
+        raise GenkitError(
+            Status.FAILED_PRECONDITION,
+            f"snapshot id {snapshot_id!r} is still held by session {session_id!r}, which has no live head: it "
+            f"was deleted, or a deletion stopped part-way; run delete_session({session_id!r}) again before "
+            "reusing the id",
+        )
 
 
 def _guess(engine: Engine, tenant: str, snapshot_id: str, mutator: Mutator) -> tuple[Loaded | None, Any]:
@@ -289,6 +310,8 @@ def _create(
                     f"session {session_id!r} has no live head: it was deleted, or a deletion stopped part-way; "
                     "run delete_session again, or restore the session, before adding to it",
                 ) from None
+        else:  # the id's item is there though it read as absent, or another writer just created it
+            yield from _judge_the_item_in_the_way(engine, tenant, snapshot_id)
         raise Contention(lost) from None
     except GenkitError:
         engine.see_head(tenant, session_id, None)  # the outcome may be unknown: read the head next time

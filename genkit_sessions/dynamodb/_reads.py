@@ -239,6 +239,17 @@ def _read_by_id(engine: Engine, tenant: str, snapshot_id: str) -> Steps[Loaded |
     return (yield from load(engine, tenant, item, snapshot_id, found, seen))
 
 
+def home_of(engine: Engine, tenant: str, snapshot_id: str) -> Steps[tuple[str, Head] | None]:
+    """The session a snapshot item names and that session's head, alive or not (a snapshot that reads as
+    absent may still have its item, in an expired session or one whose deletion has not finished); None
+    when there is no item."""
+    item = yield from get_item(engine.table, keys.snapshot_key(tenant, snapshot_id))
+    if item is None:
+        return None
+    session_id = decode_item(engine, item, snapshot_id)[0].session_id or ""
+    return session_id, (yield from read_head(engine, tenant, session_id))
+
+
 def read_head(engine: Engine, tenant: str, session_id: str) -> Steps[Head]:
     """A session's head, remembered for the next write."""
     head = Head.of((yield from get_item(engine.table, keys.head_key(tenant, session_id))))

@@ -9,7 +9,7 @@ import pytest
 
 from genkit_sessions import AgentInit, GenkitError, SessionResolver, SessionSnapshot, Status
 from tests.conftest import StoreFactory
-from tests.dynamodb.helpers import cold
+from tests.dynamodb.helpers import cold, scan
 
 
 class _Clock:
@@ -50,3 +50,34 @@ def test_one_attempt_writes_a_fresh_turn_into_an_expired_session(make_dynamo: St
     assert fresh.ok
     saved = fresh.session.save()
     assert cold(store, clock=clock).get_snapshot(session_id="e").snapshot_id == saved.snapshot_id
+
+
+def test_one_attempt_reuses_an_id_last_used_in_an_expired_session(make_dynamo: StoreFactory) -> None:
+    clock = _Clock()
+    store = make_dynamo(max_attempts=1, clock=clock)
+    store.create_session("old", ttl=timedelta(minutes=5))
+    store.save_snapshot("e", lambda _: SessionSnapshot(snapshot_id="e", session_id="old"))
+    clock.now += timedelta(minutes=10)
+    saved = cold(store, max_attempts=1, clock=clock).save_snapshot(
+        "e", lambda current: SessionSnapshot(snapshot_id="e", session_id="new") if current is None else None
+    )
+    assert saved is not None and saved.session_id == "new"
+    assert [s.snapshot_id for s in cold(store, clock=clock).list_snapshots("new")] == ["e"]
+
+
+def test_an_id_held_by_a_session_whose_deletion_stopped_part_way_is_failed_precondition_naming_it(
+    make_dynamo: StoreFactory,
+) -> None:
+    store = make_dynamo()
+    store.save_snapshot("e", lambda _: SessionSnapshot(snapshot_id="e", session_id="old"))
+    (head,) = [item for item in scan(store) if item["sk"]["S"] == "h"]
+    # a deletion that took the head and stopped: the snapshot's item is left, and reads as absent
+    store.client.delete_item(TableName=store.table_name, Key={"pk": head["pk"], "sk": head["sk"]})
+    assert cold(store).get_snapshot(snapshot_id="e") is None
+    with pytest.raises(GenkitError) as caught:
+        cold(store).save_snapshot(
+            "e", lambda current: SessionSnapshot(snapshot_id="e", session_id="new") if current is None else None
+        )
+    assert caught.value.status is Status.FAILED_PRECONDITION
+    assert "delete_session('old')" in caught.value.message
+    assert cold(store).list_snapshots("new") == []

@@ -179,14 +179,15 @@ def test_a_session_whose_snapshots_a_restore_moved_elsewhere_keeps_its_record(ma
     assert again is not None and again.leaf_id == "k" and again.version == 2
 
 
+class _Clock:
+    now = datetime(2030, 1, 1, tzinfo=timezone.utc)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
 def test_a_heartbeat_of_a_running_turn_in_an_expired_session_finds_nothing(make_store: StoreFactory) -> None:
-    class Clock:
-        now = datetime(2030, 1, 1, tzinfo=timezone.utc)
-
-        def __call__(self) -> datetime:
-            return self.now
-
-    clock = Clock()
+    clock = _Clock()
     store = make_store(clock=clock)
     store.create_session("s", ttl=timedelta(seconds=30), sliding=True)
     _new(store, "g", "s", ["working"], status="pending")
@@ -196,3 +197,24 @@ def test_a_heartbeat_of_a_running_turn_in_an_expired_session_finds_nothing(make_
         store.heartbeat("g")
     assert caught.value.status is Status.NOT_FOUND
     assert store.get_session_record("s") is None and store.get_snapshot(snapshot_id="g") is None
+
+
+@pytest.mark.parametrize("writer", ["same instance", "another instance"])
+def test_an_id_last_used_in_an_expired_session_starts_a_new_session_and_the_expired_one_is_deleted(
+    make_store: StoreFactory, writer: str
+) -> None:
+    clock = _Clock()
+    store = make_store(clock=clock)
+    store.create_session("old", ttl=timedelta(seconds=30))
+    _new(store, "e", "old", ["before"])
+    _new(store, "f", "old", ["before", "again"], parent="e")
+    clock.now += timedelta(minutes=5)  # "old" reads as absent, and so does "e"
+    assert store.get_snapshot(snapshot_id="e") is None
+    saver = store
+    if writer == "another instance" and not isinstance(store, InMemorySessionStore):
+        saver = type(store)(store.table_name, store.client, clock=clock)
+    saved = _new(saver, "e", "new", ["fresh"])
+    assert saved.session_id == "new" and saved.parent_id is None
+    assert _readable(store, "new") == {"e": ["fresh"]}
+    assert store.get_session_record("old") is None and store.get_snapshot(snapshot_id="f") is None
+    assert store.delete_expired_sessions(clock.now + timedelta(days=1)) == 0  # written over means deleted
