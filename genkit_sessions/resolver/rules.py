@@ -253,6 +253,10 @@ def _answer(request: ReadSnapshot | ReadLeaf, result: ReadResult) -> SessionSnap
         # R16: the store could not decode what it holds.
         if isinstance(error, GenkitError) and error.status is Status.DATA_LOSS:
             _fail("R16", Status.DATA_LOSS, error.message, error.payload_details())
+        # The ids were checked (R6), so a store refusing the call's input refuses the caller's context (a
+        # malformed tenant, none where the store requires one): misuse, raised like a bad argument.
+        if isinstance(error, GenkitError) and error.status is Status.INVALID_ARGUMENT:
+            raise error
         # R15: the store failed; keep its status and message.
         status, message, details = _store_failure(error)
         _fail("R15", status, message, details)

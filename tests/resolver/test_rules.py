@@ -587,3 +587,34 @@ def test_sync_driver_refuses_an_async_store_and_async_driver_a_sync_one() -> Non
         None,
         lambda: asyncio.run(SessionResolver.aresolve(store, True, AgentInit())),  # type: ignore[arg-type]
     )
+
+
+@pytest.mark.parametrize(
+    ("context", "require_tenant", "said"),
+    [
+        ({"tenantId": "acme"}, False, "'tenantId'"),
+        ({"tenant": ""}, False, "non-empty string"),
+        ({"tenant": 3}, False, "non-empty string"),
+        ({"tenant": "a\x00b"}, False, "control character"),
+        ({}, True, "requires a tenant"),
+        (None, True, "requires a tenant"),
+    ],
+    ids=["near-miss-key", "empty-tenant", "int-tenant", "tenant-breaking-id-rules", "none-required", "no-context"],
+)
+@pytest.mark.parametrize(
+    "init", [AgentInit(session_id="s"), AgentInit(snapshot_id="x")], ids=["by-session", "by-snapshot"]
+)
+def test_a_context_the_store_refuses_is_raised_as_invalid_argument_not_a_graceful_failure(
+    resolve: Resolve, context: Any, require_tenant: bool, said: str, init: AgentInit
+) -> None:
+    store = InMemorySessionStore(require_tenant=require_tenant)
+    with pytest.raises(GenkitError) as caught:
+        resolve(store, True, init, SessionStoreOptions(context=context))
+    assert caught.value.status == "INVALID_ARGUMENT" and said in caught.value.message
+
+
+def test_a_store_refusing_a_read_with_invalid_argument_is_raised_as_the_callers_mistake(resolve: Resolve) -> None:
+    refusal = GenkitError("INVALID_ARGUMENT", "context names no org; pass context={'org': 'acme'}")
+    with pytest.raises(GenkitError) as caught:
+        resolve(FailingStore(refusal), True, AgentInit(session_id="s"))
+    assert caught.value is refusal
