@@ -290,10 +290,13 @@ class InMemorySessionStore:
             return snapshot
 
     def _advance(self, tenant: _Tenant, session_id: str, session: _Session) -> None:
-        """V8 and V7: one version up; a sliding expiry moves to now plus its ttl."""
+        """V8 and V7: one version up; a sliding expiry moves to now plus its ttl, never back (a write in
+        the instant the session was created, whose stamp is a microsecond on, keeps its expiry)."""
         session.version += 1
         if session.sliding and session.ttl is not None:
-            session.expires_at = self._clock() + session.ttl  # its heap entry moves when it comes due
+            slid = self._clock() + session.ttl
+            if session.expires_at is None or slid > session.expires_at:
+                session.expires_at = slid  # its heap entry moves when it comes due
 
     # --- S11 extras ----------------------------------------------------------------------
 

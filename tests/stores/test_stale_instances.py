@@ -218,3 +218,17 @@ def test_an_id_last_used_in_an_expired_session_starts_a_new_session_and_the_expi
     assert _readable(store, "new") == {"e": ["fresh"]}
     assert store.get_session_record("old") is None and store.get_snapshot(snapshot_id="f") is None
     assert store.delete_expired_sessions(clock.now + timedelta(days=1)) == 0  # written over means deleted
+
+
+def test_a_sliding_session_written_in_the_instant_it_was_created_is_still_deleted_once_expired(
+    make_store: StoreFactory,
+) -> None:
+    clock = _Clock()  # a clock that does not move between the create and the write
+    store = make_store(clock=clock)
+    _new(store, "z", "other", ["stamped first"])  # so the create's stamp is a microsecond past the clock
+    store.create_session("s", ttl=timedelta(seconds=30), sliding=True)
+    _new(store, "a", "s", ["first"])
+    clock.now += timedelta(minutes=5)
+    assert store.get_session_record("s") is None
+    assert store.delete_expired_sessions(clock.now) == 1
+    assert store.get_snapshot(snapshot_id="a") is None and store.delete_expired_sessions(clock.now) == 0
