@@ -141,6 +141,8 @@ def save(
             else:
                 yield from _update(engine, tenant, snapshot, existing, expected)
         except Expired as expired:  # deleted first (V7), then the write is judged again
+            if existing is None and snapshot.parent_id is not None and expired.session_id == snapshot.session_id:
+                check_parent(snapshot, None)  # S7: its parent is in the expired session, so absent; nothing is deleted
             lost += expired_seen  # a session that expires again meanwhile is another writer's doing
             expired_seen = True
             yield from delete_session(engine, tenant, expired.session_id)

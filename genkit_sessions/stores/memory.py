@@ -265,12 +265,15 @@ class InMemorySessionStore:
                 current = live.visible_version if live is not None else 0
                 if current != expected:  # refused before anything changes, an expired session included
                     raise rules.version_conflict(session_id, expected, current)
+            if existing is None and snapshot.parent_id is not None:  # S7, before anything is deleted
+                parent = tenant.snapshots.get(snapshot.parent_id)
+                if parent is not None and self._live(tenant, parent.session_id) is None:
+                    parent = None  # in an expired session: absent
+                check_parent(snapshot, parent)
             if expired_home is not None:
                 self._live(tenant, expired_home, writing=True)
             self._live(tenant, session_id, writing=True)
             if existing is None:
-                if snapshot.parent_id is not None:
-                    check_parent(snapshot, tenant.snapshots.get(snapshot.parent_id))
                 session = tenant.session(session_id)
                 session.ids.append(snapshot_id)
                 self._advance(tenant, session_id, session)

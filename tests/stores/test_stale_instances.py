@@ -232,3 +232,19 @@ def test_a_sliding_session_written_in_the_instant_it_was_created_is_still_delete
     assert store.get_session_record("s") is None
     assert store.delete_expired_sessions(clock.now) == 1
     assert store.get_snapshot(snapshot_id="a") is None and store.delete_expired_sessions(clock.now) == 0
+
+
+def test_a_save_refused_by_its_parent_rule_leaves_the_expired_session_it_named_for_delete_expired(
+    make_store: StoreFactory,
+) -> None:
+    clock = _Clock()
+    store = make_store(clock=clock)
+    store.create_session("s", ttl=timedelta(seconds=30))
+    _new(store, "a", "s", ["kept until deleted"])
+    clock.now += timedelta(minutes=5)
+    with pytest.raises(GenkitError) as caught:
+        _new(store, "b", "s", ["orphan"], parent="missing")
+    assert caught.value.status is Status.INVALID_ARGUMENT
+    with pytest.raises(GenkitError):
+        _new(store, "c", "s", ["child of an expired parent"], parent="a")
+    assert store.delete_expired_sessions(clock.now) == 1  # the refused saves changed nothing
