@@ -1,0 +1,218 @@
+"""A differential property test: random sequences of session operations run on the in-memory store and
+on DynamoDB (two store instances over one table, taking turns at random, as two processes would), under
+one clock that the sequence moves on, so sessions expire mid-sequence. After every step both stores must
+agree: the same answer, or a ``GenkitError`` of the same status.
+
+Operations: create a session (with or without a ttl, sliding or not), save a new snapshot (on the leaf,
+as a root, on a named parent, pending or completed), finish a pending one, abort, heartbeat, delete a
+session, restore a snapshot, move the clock on, delete expired sessions, and every read (by id, a
+session's leaf, its listing, its record). Snapshot ids are shared by every session, so an id is reused
+across sessions, after deletions and after expiry.
+
+``GENKIT_DIFF_EXAMPLES`` (default 12) sets how many sequences run; ``GENKIT_FUZZ_REPORT`` prints the
+counts (sequences, steps, agreed errors by status).
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, rule
+
+from genkit_sessions import GenkitError, InMemorySessionStore, Message, SessionSnapshot, SessionState
+from genkit_sessions.model.clock import format_timestamp
+from genkit_sessions.stores.protocol import SessionRecord
+from tests.conftest import STORE_BACKENDS
+
+EXAMPLES = int(os.environ.get("GENKIT_DIFF_EXAMPLES", "12"))
+SNAPSHOT_IDS = ("a", "b", "c", "d", "e")
+SESSION_IDS = ("s1", "s2", "s3")
+TTLS = (None, timedelta(seconds=30), timedelta(minutes=5))
+STEPS = (timedelta(seconds=1), timedelta(seconds=20), timedelta(seconds=45), timedelta(minutes=6))
+
+
+class Clock:
+    """The one time source both stores read; the sequence moves it on."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2030, 1, 1, tzinfo=timezone.utc)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+class Counts:
+    def __init__(self) -> None:
+        self.sequences = 0
+        self.steps = 0
+        self.errors: collections.Counter[str] = collections.Counter()
+
+
+COUNTS = Counts()
+
+
+def _second(stamp: str | None) -> str | None:
+    return None if stamp is None else stamp[:19]  # DynamoDB keeps expiry in whole milliseconds
+
+
+def _plain(value: Any) -> Any:
+    """What both stores must agree on, without the stamps each makes for itself."""
+    if isinstance(value, SessionSnapshot):
+        texts = tuple(m.text for m in value.state.messages) if value.state is not None else None
+        return ("snapshot", value.snapshot_id, value.session_id, value.parent_id, str(value.status), texts)
+    if isinstance(value, SessionRecord):
+        expiry = _second(value.expires_at)
+        return ("record", value.id, value.version, value.leaf_id, expiry, value.ttl, value.sliding)
+    if isinstance(value, (list, tuple)):
+        return tuple(_plain(item) for item in value)
+    if value is None or isinstance(value, (int, str)):
+        return value
+    return str(value)
+
+
+def _outcome(action: Callable[[], Any]) -> tuple[str, Any]:
+    try:
+        return "ok", _plain(action())
+    except GenkitError as error:
+        return "error", error.status.value
+
+
+def _snapshot(snapshot_id: str, session: str, parent: str | None, status: str, text: str) -> SessionSnapshot:
+    state = SessionState(session_id=session, messages=(Message.of_text("user", text),))
+    return SessionSnapshot(snapshot_id=snapshot_id, session_id=session, parent_id=parent, status=status, state=state)
+
+
+class DifferentialMachine(RuleBasedStateMachine):
+    make: Any = None
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.clock = Clock()
+        self.memory = InMemorySessionStore(clock=self.clock)
+        first = type(self).make(clock=self.clock)
+        second = type(first)(first.table_name, first.client, clock=self.clock)
+        self.dynamo = (first, second)
+        self.turn = 0
+        COUNTS.sequences += 1
+
+    def both(self, writer: int, call: Callable[[Any], Any]) -> Any:
+        """Run ``call`` on each store (DynamoDB through instance ``writer``); they must agree."""
+        self.turn += 1
+        expected = _outcome(lambda: call(self.memory))
+        got = _outcome(lambda: call(self.dynamo[writer]))
+        assert got == expected, f"step {self.turn}: in memory {expected}, on DynamoDB {got}"
+        COUNTS.steps += 1
+        if expected[0] == "error":
+            COUNTS.errors[expected[1]] += 1
+        return expected[1]
+
+    @rule(
+        session=st.sampled_from(SESSION_IDS),
+        ttl=st.sampled_from(TTLS),
+        sliding=st.booleans(),
+        writer=st.integers(0, 1),
+    )
+    def create(self, session: str, ttl: timedelta | None, sliding: bool, writer: int) -> None:
+        self.both(writer, lambda store: store.create_session(session, ttl=ttl, sliding=sliding))
+
+    @rule(
+        snapshot_id=st.sampled_from(SNAPSHOT_IDS),
+        session=st.sampled_from(SESSION_IDS),
+        on=st.sampled_from(("leaf", "root", *SNAPSHOT_IDS)),
+        status=st.sampled_from(("completed", "pending")),
+        writer=st.integers(0, 1),
+    )
+    def save_new(self, snapshot_id: str, session: str, on: str, status: str, writer: int) -> None:
+        if on == "leaf":
+            leaf = self.memory.get_snapshot(session_id=session)
+            parent = leaf.snapshot_id if leaf is not None else None
+        else:
+            parent = None if on == "root" else on
+        new = _snapshot(snapshot_id, session, parent, status, f"{snapshot_id} at {self.turn}")
+        self.both(writer, lambda store: store.save_snapshot(snapshot_id, lambda now: new if now is None else None))
+
+    @rule(snapshot_id=st.sampled_from(SNAPSHOT_IDS), writer=st.integers(0, 1))
+    def finish(self, snapshot_id: str, writer: int) -> None:
+        text = f"finished at {self.turn}"
+
+        def done(now: SessionSnapshot | None) -> SessionSnapshot | None:
+            if now is None or now.status != "pending":
+                return None
+            assert now.session_id is not None
+            return _snapshot(now.snapshot_id, now.session_id, now.parent_id, "completed", text)
+
+        self.both(writer, lambda store: store.save_snapshot(snapshot_id, done))
+
+    @rule(snapshot_id=st.sampled_from(SNAPSHOT_IDS), writer=st.integers(0, 1))
+    def abort(self, snapshot_id: str, writer: int) -> None:
+        self.both(writer, lambda store: store.abort_snapshot(snapshot_id))
+
+    @rule(snapshot_id=st.sampled_from(SNAPSHOT_IDS), writer=st.integers(0, 1))
+    def heartbeat(self, snapshot_id: str, writer: int) -> None:
+        self.both(writer, lambda store: store.heartbeat(snapshot_id))
+
+    @rule(session=st.sampled_from(SESSION_IDS), writer=st.integers(0, 1))
+    def delete(self, session: str, writer: int) -> None:
+        self.both(writer, lambda store: store.delete_session(session))
+
+    @rule(snapshot_id=st.sampled_from(SNAPSHOT_IDS), session=st.sampled_from(SESSION_IDS), writer=st.integers(0, 1))
+    def restore(self, snapshot_id: str, session: str, writer: int) -> None:
+        stamp = format_timestamp(self.clock.now)
+        given = _snapshot(snapshot_id, session, None, "completed", f"restored at {self.turn}")
+        given = SessionSnapshot(
+            snapshot_id=given.snapshot_id,
+            session_id=session,
+            created_at=stamp,
+            updated_at=stamp,
+            status="completed",
+            state=given.state,
+        )
+        self.both(writer, lambda store: store.restore_snapshots([given]))
+
+    @rule(by=st.sampled_from(STEPS))
+    def time_passes(self, by: timedelta) -> None:
+        self.clock.now += by
+
+    @rule(writer=st.integers(0, 1))
+    def delete_expired(self, writer: int) -> None:
+        self.both(writer, lambda store: store.delete_expired_sessions(self.clock.now))
+
+    @rule(snapshot_id=st.sampled_from(SNAPSHOT_IDS), writer=st.integers(0, 1))
+    def get_by_id(self, snapshot_id: str, writer: int) -> None:
+        self.both(writer, lambda store: store.get_snapshot(snapshot_id=snapshot_id))
+
+    @rule(session=st.sampled_from(SESSION_IDS), writer=st.integers(0, 1))
+    def read_session(self, session: str, writer: int) -> None:
+        self.both(writer, lambda store: store.get_snapshot(session_id=session))
+        self.both(writer, lambda store: store.list_snapshots(session))
+        self.both(writer, lambda store: store.get_session_record(session))
+
+
+def test_random_session_operations_agree_on_memory_and_on_dynamodb_instances_sharing_a_table(
+    request: pytest.FixtureRequest,
+) -> None:
+    factory_fixture = STORE_BACKENDS["dynamodb-inprocess"](request)
+    make = next(factory_fixture)
+    try:
+        machine = type("DifferentialMachineOnDynamo", (DifferentialMachine,), {"make": staticmethod(make)})
+        machine.TestCase.settings = settings(
+            max_examples=EXAMPLES,
+            stateful_step_count=40,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+        )
+        machine.TestCase().runTest()
+    finally:
+        factory_fixture.close()
+    if os.environ.get("GENKIT_FUZZ_REPORT"):
+        print(
+            f"\ndifferential test: {COUNTS.sequences} sequences, {COUNTS.steps} agreeing steps, "
+            f"agreed errors by status {dict(sorted(COUNTS.errors.items()))}"
+        )
