@@ -130,8 +130,8 @@ def test_tree_to_an_image_without_graphviz_names_the_package(
 def test_tree_to_an_image_runs_dot_with_the_dot_drawing(
     table: Table, capsys: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fake = tmp_path / "dot"  # stands in for Graphviz: writes its stdin to the -o file
-    fake.write_text('#!/bin/sh\n[ "$1" = "-Tpng" ] || exit 3\ncat > "$3"\n')
+    fake = tmp_path / "dot"  # stands in for Graphviz: writes its stdin to stdout
+    fake.write_text('#!/bin/sh\n[ "$1" = "-Tpng" ] && [ "$#" = 1 ] || exit 3\ncat\n')
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     code, _, err = run(capsys, "tree", table.session_id, *table.args(), "--output", str(tmp_path / "t.png"))

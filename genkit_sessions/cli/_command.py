@@ -10,7 +10,11 @@ placeholder credentials stand in (with a note on stderr) when none are configure
 from __future__ import annotations
 
 import argparse
+import errno
+import os
+import shlex
 import sys
+from pathlib import Path
 from typing import Any, TextIO
 
 from genkit_sessions.errors import GenkitError, Status
@@ -22,6 +26,9 @@ __all__ = [
     "context_of",
     "dynamodb_client",
     "open_dynamodb_store",
+    "refuse_directory",
+    "unwritable",
+    "write_output",
 ]
 
 PLACEHOLDER_CREDENTIALS = {
@@ -110,3 +117,40 @@ def open_dynamodb_store(args: argparse.Namespace, err: TextIO | None = None, *, 
             ) from exc
         raise map_error(exc, "DescribeTable", args.table) from exc
     return DynamoDBSessionStore(args.table, client, indexed_metadata=indexed)
+
+
+def unwritable(path: Path, exc: OSError, what: str) -> GenkitError:
+    """FAILED_PRECONDITION naming ``path``, why ``what`` cannot be written there, and what to do instead."""
+    shown = str(path) or "."
+    if isinstance(exc, FileNotFoundError):
+        mkdir = shlex.join(["mkdir", "-p", str(path.parent)])
+        hint = f"create the directory first (`{mkdir}`), or name a file in one that exists"
+    elif isinstance(exc, IsADirectoryError):
+        hint = f"name a file in it, such as {str(path / 'out.txt')!r}"
+    elif isinstance(exc, NotADirectoryError):
+        hint = "a part of the path is a file, not a directory; name a file in a directory that exists"
+    else:
+        hint = "check the path, its permissions and the free space, or write to stdout and redirect it"
+    return GenkitError(
+        Status.FAILED_PRECONDITION,
+        f"cannot write {what} to {shown!r}: {exc.strerror or exc}; {hint}",
+        details={"path": shown},
+    )
+
+
+def refuse_directory(path: Path, what: str) -> None:
+    """FAILED_PRECONDITION (see :func:`unwritable`) when ``path`` names a directory (``.``, ``/``, ``""``)."""
+    if not path.name or path.is_dir():
+        raise unwritable(path, IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR)), what)
+
+
+def write_output(path: Path, data: str | bytes, what: str) -> None:
+    """Write ``data`` (text as UTF-8) to ``path``; FAILED_PRECONDITION naming the path when it cannot be."""
+    refuse_directory(path, what)
+    try:
+        if isinstance(data, str):
+            path.write_text(data, encoding="utf-8")
+        else:
+            path.write_bytes(data)
+    except OSError as exc:
+        raise unwritable(path, exc, what) from None

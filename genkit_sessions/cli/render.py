@@ -14,6 +14,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from genkit_sessions.cli._command import write_output
 from genkit_sessions.errors import GenkitError, Status
 from genkit_sessions.model.types import SessionSnapshot
 
@@ -153,8 +154,8 @@ def render(
 def render_image(dot_source: str, path: Path) -> None:
     """Write ``dot_source`` as an image at ``path`` (``.svg`` or ``.png``) through Graphviz's ``dot``.
 
-    FAILED_PRECONDITION, naming the package to install, when ``dot`` is not on the PATH;
-    INVALID_ARGUMENT for another suffix; INTERNAL when ``dot`` fails.
+    FAILED_PRECONDITION, naming the package to install, when ``dot`` is not on the PATH, and naming
+    the path when it cannot be written; INVALID_ARGUMENT for another suffix; INTERNAL when ``dot`` fails.
     """
     fmt = IMAGE_SUFFIXES.get(path.suffix.lower())
     if fmt is None:
@@ -170,12 +171,11 @@ def render_image(dot_source: str, path: Path) -> None:
             "(apt-get install graphviz, brew install graphviz, choco install graphviz), "
             "or write --format dot and render it elsewhere",
         )
-    result = subprocess.run(
-        [dot, f"-T{fmt}", "-o", str(path)], input=dot_source.encode(), capture_output=True, check=False
-    )
+    result = subprocess.run([dot, f"-T{fmt}"], input=dot_source.encode(), capture_output=True, check=False)
     if result.returncode != 0:
         raise GenkitError(
             Status.INTERNAL,
             f"Graphviz's dot failed ({result.returncode}): {result.stderr.decode(errors='replace').strip()}; "
             "check the installation with `dot -V`",
         )
+    write_output(path, result.stdout, "the image")

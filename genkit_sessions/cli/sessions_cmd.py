@@ -17,7 +17,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from genkit_sessions.cli._command import add_command, add_dynamodb_arguments, context_of, open_dynamodb_store
+from genkit_sessions.cli._command import (
+    add_command,
+    add_dynamodb_arguments,
+    context_of,
+    open_dynamodb_store,
+    write_output,
+)
 from genkit_sessions.cli.render import FORMATS, IMAGE_SUFFIXES, render, render_dot, render_image
 from genkit_sessions.errors import GenkitError, Status
 from genkit_sessions.model.types import SessionSnapshot
@@ -237,7 +243,7 @@ def _tree(args: argparse.Namespace) -> int:
         return 0
     drawing = render(snapshots, args.format, leaf_id=leaf_id, id_length=id_length)
     if output is not None:
-        output.write_text(drawing, encoding="utf-8")
+        write_output(output, drawing, f"the {args.format} drawing")
         print(f"wrote the {args.format} drawing of {len(snapshots)} snapshots to {output}", file=sys.stderr)
     else:
         sys.stdout.write(drawing)

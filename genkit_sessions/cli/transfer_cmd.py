@@ -19,7 +19,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from genkit_sessions.cli._command import add_command, add_dynamodb_arguments, context_of, open_dynamodb_store
+from genkit_sessions.cli._command import (
+    add_command,
+    add_dynamodb_arguments,
+    context_of,
+    open_dynamodb_store,
+    refuse_directory,
+    unwritable,
+)
 from genkit_sessions.cli._progress import ProgressBar
 from genkit_sessions.errors import GenkitError, Status
 from genkit_sessions.stores.transfer import check_source, export_sessions, import_snapshots
@@ -95,34 +102,22 @@ def _output(path: Path | None) -> Iterator[TextIO]:
     if path is None:
         yield sys.stdout
         return
+    refuse_directory(path, "the export")
     partial = path.with_name(path.name + ".partial")
     try:
         out = partial.open("w", encoding="utf-8", newline="\n")
     except OSError as exc:
-        raise _unwritable(path, exc) from None
+        raise unwritable(path, exc, "the export") from None
     try:
         with out:
             yield out
         partial.replace(path)
     except OSError as exc:
         partial.unlink(missing_ok=True)
-        raise _unwritable(path, exc) from None
+        raise unwritable(path, exc, "the export") from None
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
-
-
-def _unwritable(path: Path, exc: OSError) -> GenkitError:
-    hint = (
-        f"create the directory {str(path.parent)!r} first, or name a file in one that exists"
-        if isinstance(exc, FileNotFoundError)
-        else "check the path, its permissions and the free space, or write to stdout and redirect it"
-    )
-    return GenkitError(
-        Status.FAILED_PRECONDITION,
-        f"cannot write the export to {str(path)!r}: {exc.strerror or exc}; {hint}",
-        details={"path": str(path)},
-    )
 
 
 def _export(args: argparse.Namespace) -> int:
