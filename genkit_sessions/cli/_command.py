@@ -23,6 +23,7 @@ __all__ = [
     "PLACEHOLDER_CREDENTIALS",
     "add_command",
     "add_dynamodb_arguments",
+    "check_connection_options",
     "context_of",
     "dynamodb_client",
     "open_dynamodb_store",
@@ -80,11 +81,59 @@ def _credentials_configured() -> bool:
         return True
 
 
+def _endpoint_problem(url: str) -> str | None:
+    from urllib.parse import urlsplit
+
+    from botocore.utils import is_valid_endpoint_url, is_valid_ipv6_endpoint_url  # type: ignore[import-untyped]
+
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - a port that is not a number raises here
+        if parts.scheme.lower() not in ("http", "https"):
+            return "it does not start with http:// or https://"
+        if not parts.hostname:
+            return "it names no host"
+        if not (is_valid_endpoint_url(url) or is_valid_ipv6_endpoint_url(url)):
+            return "its host is not a valid host name"
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def check_connection_options(args: argparse.Namespace) -> None:
+    """INVALID_ARGUMENT, naming the option, for an ``--endpoint-url`` that is not an http(s) URL or a
+    ``--region`` that is not a region name; what every command checks before it reaches DynamoDB."""
+    endpoint = getattr(args, "endpoint_url", None)
+    if endpoint is not None:
+        problem = _endpoint_problem(endpoint)
+        if problem is not None:
+            raise GenkitError(
+                Status.INVALID_ARGUMENT,
+                f"--endpoint-url {endpoint!r} is not an endpoint URL: {problem}; pass one such as "
+                "http://127.0.0.1:8000 (DynamoDB Local, moto), or leave --endpoint-url out to reach AWS",
+            )
+    region = getattr(args, "region", None)
+    if region:
+        from botocore.exceptions import InvalidRegionError  # type: ignore[import-untyped]
+        from botocore.utils import validate_region_name
+
+        try:
+            validate_region_name(region)
+        except InvalidRegionError:
+            raise GenkitError(
+                Status.INVALID_ARGUMENT,
+                f"--region {region!r} is not a region name; pass one such as us-east-1, or leave --region out "
+                "to use the environment's (AWS_REGION, the profile), else us-east-1",
+            ) from None
+
+
 def dynamodb_client(args: argparse.Namespace, err: TextIO | None = None) -> Any:
     """A boto3 client for ``args``: real credentials when configured; for a local endpoint without any,
-    placeholder credentials, with a note on ``err`` (stderr) saying so."""
+    placeholder credentials, with a note on ``err`` (stderr) saying so. INVALID_ARGUMENT first for a
+    malformed ``--endpoint-url`` or ``--region`` (:func:`check_connection_options`)."""
     from genkit_sessions.dynamodb import build_client
 
+    check_connection_options(args)
     endpoint = getattr(args, "endpoint_url", None)
     if endpoint and not _credentials_configured():
         print(

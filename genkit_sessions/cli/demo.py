@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TextIO
 
-from genkit_sessions.cli._command import add_command, dynamodb_client
+from genkit_sessions.cli._command import add_command, check_connection_options, dynamodb_client
 from genkit_sessions.cli.render import render_text as render_tree
 from genkit_sessions.errors import GenkitError
 from genkit_sessions.model.types import AgentInit, Message, SessionSnapshot, SessionState
@@ -56,6 +56,7 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    check_connection_options(args)
     with _open_store(args) as store:
         run_demo(store, sys.stdout, store_name=args.store)
     return 0
@@ -68,7 +69,7 @@ def _open_store(args: argparse.Namespace) -> Iterator[SessionStore]:
         return
     from genkit_sessions.dynamodb.embedded import demo_store
 
-    client = dynamodb_client(args) if args.endpoint_url else None
+    client = dynamodb_client(args) if args.endpoint_url is not None else None
     with demo_store(args.endpoint_url, client=client) as store:
         yield store
 
