@@ -52,7 +52,7 @@ def register(subparsers: Any) -> None:
         "a server-managed agent would at the start of a turn, and print the rule that decides, the source, "
         "the snapshot resumed and its message count, or the failure the turn would return. Writes nothing.",
         example='genkit-sessions resolve --table chats --init \'{"sessionId": "chat-42"}\'\n'
-        'genkit-sessions resolve --table chats --init \'{"snapshotId": "6f1c..."}\' --walk-back --json',
+        'genkit-sessions resolve --table chats --init \'{"sessionId": "chat-42"}\' --walk-back --json',
     )
     parser.add_argument("--init", required=True, help="the AgentInit as JSON ('{}' for a fresh session)")
     parser.add_argument(

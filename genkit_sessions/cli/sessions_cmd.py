@@ -68,7 +68,7 @@ def register(subparsers: Any) -> None:
         help="print one snapshot: a readable summary, or Genkit wire JSON",
         description="Print a snapshot by id: its session, parent, status, error and messages; "
         "--json prints it exactly as Genkit's wire format has it.",
-        example="genkit-sessions show 6f1c0d2e-... --table chats --json",
+        example="genkit-sessions show SNAPSHOT_ID --table chats --json",
     )
     show.add_argument("snapshot_id", metavar="SNAPSHOT_ID")
     show.add_argument("--json", action="store_true", help="the snapshot as Genkit wire JSON")
