@@ -28,6 +28,7 @@ __all__ = [
     "dynamodb_client",
     "open_dynamodb_store",
     "refuse_directory",
+    "tenant_of",
     "unwritable",
     "write_output",
 ]
@@ -63,12 +64,37 @@ def add_dynamodb_arguments(parser: argparse.ArgumentParser, *, tenant: bool = Tr
     )
     group.add_argument("--region", default=None, help="AWS region (default: from the environment, else us-east-1)")
     if tenant:
-        group.add_argument("--tenant", default="", help="the tenant whose sessions to use (default: the empty tenant)")
+        group.add_argument(
+            "--tenant", default=None, help="the tenant whose sessions to use (default: the default tenant)"
+        )
+
+
+def tenant_of(args: argparse.Namespace) -> str:
+    """The tenant ``--tenant`` names, ``""`` (the default tenant) when it is omitted.
+
+    The one check every command applies: INVALID_ARGUMENT, naming the value, for a tenant no store
+    accepts (empty, whitespace only, over 512 UTF-8 bytes, a control character).
+    """
+    from genkit_sessions.model.ids import MAX_ID_BYTES, id_problem
+
+    tenant = getattr(args, "tenant", None)
+    if tenant is None:
+        return ""
+    problem = "names no tenant" if tenant == "" else id_problem(tenant)
+    if problem is not None:
+        shown = repr(tenant) if len(repr(tenant)) <= 80 else repr(tenant)[:77] + "..."
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"--tenant {shown} {problem}; pass the tenant's id (at most {MAX_ID_BYTES} UTF-8 bytes, not only "
+            "spaces, no control characters), or leave --tenant out for the default tenant",
+        )
+    return str(tenant)
 
 
 def context_of(args: argparse.Namespace) -> dict[str, str] | None:
-    """The request context a store derives the tenant from (``{"tenant": ...}``), None for the default tenant."""
-    tenant = getattr(args, "tenant", "")
+    """The request context a store derives the tenant from (``{"tenant": ...}``), None for the default
+    tenant; the tenant checked by :func:`tenant_of`."""
+    tenant = tenant_of(args)
     return {"tenant": tenant} if tenant else None
 
 
@@ -148,11 +174,13 @@ def dynamodb_client(args: argparse.Namespace, err: TextIO | None = None) -> Any:
 def open_dynamodb_store(args: argparse.Namespace, err: TextIO | None = None, *, indexed: tuple[str, ...] = ()) -> Any:
     """The :class:`~genkit_sessions.dynamodb.DynamoDBSessionStore` on ``args.table``.
 
-    NOT_FOUND, naming the command that creates it, when the table does not exist.
+    INVALID_ARGUMENT first for a bad ``--tenant`` (:func:`tenant_of`); NOT_FOUND, naming the command
+    that creates it, when the table does not exist.
     """
     from genkit_sessions.dynamodb import DynamoDBSessionStore
     from genkit_sessions.dynamodb._errors import BACKEND_ERRORS, error_code, map_error
 
+    tenant_of(args)  # a bad --tenant is refused before anything is sent
     client = dynamodb_client(args, err)
     try:
         client.describe_table(TableName=args.table)

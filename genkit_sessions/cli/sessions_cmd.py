@@ -22,6 +22,7 @@ from genkit_sessions.cli._command import (
     add_dynamodb_arguments,
     context_of,
     open_dynamodb_store,
+    tenant_of,
     write_output,
 )
 from genkit_sessions.cli.render import FORMATS, IMAGE_SUFFIXES, render, render_dot, render_image
@@ -132,7 +133,7 @@ def _pages(args: argparse.Namespace, store: Any) -> Iterator[tuple[list[SessionR
             )
             records, token = list(page.records), page.next_page_token
         else:
-            ids = scan_session_ids(store.client, store.table_name, args.tenant, limit=args.limit, page_token=token)
+            ids = scan_session_ids(store.client, store.table_name, tenant_of(args), limit=args.limit, page_token=token)
             found = (store.get_session_record(i, context=context) for i in ids.session_ids)
             records, token = [r for r in found if r is not None], ids.next_page_token
         yield records, token
@@ -200,7 +201,7 @@ def _show(args: argparse.Namespace) -> int:
     if snapshot is None:
         raise GenkitError(
             Status.NOT_FOUND,
-            f"no snapshot {args.snapshot_id!r} in table {args.table!r} (tenant {args.tenant!r}); "
+            f"no snapshot {args.snapshot_id!r} in table {args.table!r} (tenant {tenant_of(args)!r}); "
             f"see a session's snapshot ids with `genkit-sessions tree SESSION_ID --table {args.table}`",
         )
     if args.json:
@@ -217,7 +218,7 @@ def _tree(args: argparse.Namespace) -> int:
     if not snapshots:
         raise GenkitError(
             Status.NOT_FOUND,
-            f"session {args.session_id!r} has no snapshots in table {args.table!r} (tenant {args.tenant!r}); "
+            f"session {args.session_id!r} has no snapshots in table {args.table!r} (tenant {tenant_of(args)!r}); "
             f"list sessions with `genkit-sessions sessions list --table {args.table}`",
         )
     leaf = store.get_snapshot(session_id=args.session_id, context=context)

@@ -25,6 +25,7 @@ from genkit_sessions.cli._command import (
     context_of,
     open_dynamodb_store,
     refuse_directory,
+    tenant_of,
     unwritable,
 )
 from genkit_sessions.cli._progress import ProgressBar
@@ -130,7 +131,7 @@ def _export(args: argparse.Namespace) -> int:
     elif args.principal is not None:
         ids = _principal_ids(store, args.principal, context)
     else:
-        ids = tenant_session_ids(store, args.tenant)
+        ids = tenant_session_ids(store, tenant_of(args))
         total = len(ids)
     bar = ProgressBar("sessions", total)
     with _output(args.output) as out:
@@ -141,7 +142,8 @@ def _export(args: argparse.Namespace) -> int:
         raise GenkitError(
             Status.NOT_FOUND,
             f"{missing} of the {len(ids)} sessions named have no snapshots in table {args.table!r} "
-            f"(tenant {args.tenant!r}); the others were exported; check the ids with `genkit-sessions sessions list`",
+            f"(tenant {tenant_of(args)!r}); the others were exported; "
+            "check the ids with `genkit-sessions sessions list`",
         )
     where = f" to {args.output}" if args.output else ""
     print(f"exported {counts.snapshots} snapshots of {counts.sessions} sessions{where}", file=sys.stderr)
