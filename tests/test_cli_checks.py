@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -75,11 +76,14 @@ def test_doctor_passes_a_table_made_by_create_table(capsys: Any) -> None:
     assert [line.split()[0] for line in out.splitlines()] == ["ok"] * 4
 
 
-def test_doctor_finds_a_missing_table_and_says_to_create_it(capsys: Any) -> None:
+def test_doctor_of_a_missing_table_is_not_found_as_for_every_command_and_says_to_create_it(capsys: Any) -> None:
     code, out, err = run(capsys, "dynamodb", "doctor", "--table", "ghost", "--endpoint-url", server_endpoint())
     assert code == 1 and "FAIL table: table 'ghost' does not exist" in out
     assert f"fix: genkit-sessions dynamodb create-table --table ghost --endpoint-url {server_endpoint()}" in out
-    assert err.splitlines()[-1].startswith("FAILED_PRECONDITION: table 'ghost' is not ready")
+    assert err.splitlines()[-1] == (
+        "NOT_FOUND: DynamoDB table 'ghost' does not exist; create it with "
+        f"`genkit-sessions dynamodb create-table --table ghost --endpoint-url {server_endpoint()}`"
+    )
 
 
 def test_doctor_finds_wrong_keys_and_ttl_off_each_with_a_fix(capsys: Any) -> None:
@@ -104,3 +108,13 @@ def test_resolve_and_doctor_as_real_commands_against_a_moto_server(demo: Any) ->
     assert resolved.returncode == 0 and resolved.stdout.startswith("R12: "), resolved.stderr
     doctor = run_command("dynamodb", "doctor", *args(store))
     assert doctor.returncode == 0 and "ok   ttl: TTL ENABLED on 'exp'" in doctor.stdout, doctor.stdout
+
+
+def test_an_import_source_that_does_not_exist_is_not_found_as_docs_cli_md_says(capsys: Any, tmp_path: Path) -> None:
+    missing, name = tmp_path / "absent.jsonl", table_name()
+    create_table(client(), name)
+    code, _, err = run(capsys, "import", str(missing), "--table", name, "--endpoint-url", server_endpoint())
+    assert code == 1 and err.splitlines()[-1].startswith(f"NOT_FOUND: {missing} does not exist")
+    docs = " ".join((Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text().split())
+    assert "a source that does not exist is NOT_FOUND naming it" in docs
+    assert "a source that cannot be read is FAILED_PRECONDITION" not in docs

@@ -121,6 +121,11 @@ def _doctor(args: argparse.Namespace) -> int:
             if item["fix"]:
                 print(f"     fix: {item['fix']}")
     bad = [f for f in findings if not f["ok"]]
+    if bad and bad[0]["check"] == "table" and len(findings) == 1:  # the table does not exist
+        raise GenkitError(
+            Status.NOT_FOUND,
+            f"DynamoDB table {args.table!r} does not exist; create it with `{bad[0]['fix']}`",
+        )
     if bad:
         raise GenkitError(
             Status.FAILED_PRECONDITION,
