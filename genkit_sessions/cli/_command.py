@@ -24,10 +24,13 @@ __all__ = [
     "add_command",
     "add_dynamodb_arguments",
     "check_connection_options",
+    "connection_options",
     "context_of",
     "dynamodb_client",
     "open_dynamodb_store",
     "refuse_directory",
+    "suggest",
+    "target_options",
     "tenant_of",
     "unwritable",
     "write_output",
@@ -67,6 +70,29 @@ def add_dynamodb_arguments(parser: argparse.ArgumentParser, *, tenant: bool = Tr
         group.add_argument(
             "--tenant", default=None, help="the tenant whose sessions to use (default: the default tenant)"
         )
+
+
+def suggest(*argv: str) -> str:
+    """A ``genkit-sessions`` command line to show a user, each word shell-quoted so that it runs as shown."""
+    return shlex.join(["genkit-sessions", *argv])
+
+
+def connection_options(args: argparse.Namespace) -> list[str]:
+    """``--endpoint-url`` and ``--region`` as given, for a suggested command (ours or the AWS CLI's)."""
+    options: list[str] = []
+    if getattr(args, "endpoint_url", None) is not None:
+        options += ["--endpoint-url", args.endpoint_url]
+    if getattr(args, "region", None):
+        options += ["--region", args.region]
+    return options
+
+
+def target_options(args: argparse.Namespace, *, tenant: bool = True) -> list[str]:
+    """The options that reach the table (and, with ``tenant``, the tenant) ``args`` names, for a suggestion."""
+    options = ["--table", args.table, *connection_options(args)]
+    if tenant and tenant_of(args):
+        options += ["--tenant", tenant_of(args)]
+    return options
 
 
 def tenant_of(args: argparse.Namespace) -> str:
@@ -186,11 +212,10 @@ def open_dynamodb_store(args: argparse.Namespace, err: TextIO | None = None, *, 
         client.describe_table(TableName=args.table)
     except BACKEND_ERRORS as exc:
         if error_code(exc) == "ResourceNotFoundException":
-            endpoint = f" --endpoint-url {args.endpoint_url}" if args.endpoint_url else ""
+            create = suggest("dynamodb", "create-table", *target_options(args, tenant=False))
             raise GenkitError(
                 Status.NOT_FOUND,
-                f"DynamoDB table {args.table!r} does not exist; create it with "
-                f"`genkit-sessions dynamodb create-table --table {args.table}{endpoint}`",
+                f"DynamoDB table {args.table!r} does not exist; create it with `{create}`",
             ) from exc
         raise map_error(exc, "DescribeTable", args.table) from exc
     return DynamoDBSessionStore(args.table, client, indexed_metadata=indexed)

@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from typing import Any
 
-from genkit_sessions.cli._command import add_command, add_dynamodb_arguments, dynamodb_client
+from genkit_sessions.cli._command import (
+    add_command,
+    add_dynamodb_arguments,
+    connection_options,
+    dynamodb_client,
+    suggest,
+)
 from genkit_sessions.errors import GenkitError, Status
 
 
@@ -53,8 +60,9 @@ def _create_table(args: argparse.Namespace) -> int:
     return 0
 
 
-def check_table(client: Any, table: str, fix_prefix: str) -> list[dict[str, Any]]:
-    """The doctor's findings: ``{"check", "ok", "detail", "fix"}`` each (``fix`` is a command, or None)."""
+def check_table(client: Any, table: str, options: list[str]) -> list[dict[str, Any]]:
+    """The doctor's findings: ``{"check", "ok", "detail", "fix"}`` each (``fix`` is a command line, shell-quoted,
+    or None); ``options`` (``--endpoint-url``, ``--region``) go into every command suggested."""
     from genkit_sessions.dynamodb._errors import BACKEND_ERRORS, error_code, map_error
     from genkit_sessions.dynamodb._keys import TTL_ATTRIBUTE
 
@@ -63,7 +71,7 @@ def check_table(client: Any, table: str, fix_prefix: str) -> list[dict[str, Any]
     def finding(check: str, ok: bool, detail: str, fix: str | None = None) -> None:
         findings.append({"check": check, "ok": ok, "detail": detail, "fix": None if ok else fix})
 
-    create = f"genkit-sessions dynamodb create-table --table {table}{fix_prefix}"
+    create = suggest("dynamodb", "create-table", "--table", table, *options)
     try:
         described = client.describe_table(TableName=table)["Table"]
     except BACKEND_ERRORS as exc:
@@ -76,31 +84,38 @@ def check_table(client: Any, table: str, fix_prefix: str) -> list[dict[str, Any]
         "table",
         status == "ACTIVE",
         f"table {table!r} is {status}",
-        f"wait until it is ACTIVE: aws dynamodb wait table-exists --table-name {table}{fix_prefix}",
+        "wait until it is ACTIVE: "
+        + shlex.join(["aws", "dynamodb", "wait", "table-exists", "--table-name", table, *options]),
     )
     types = {a["AttributeName"]: a["AttributeType"] for a in described.get("AttributeDefinitions", [])}
     schema = [(k["AttributeName"], k["KeyType"], types.get(k["AttributeName"])) for k in described.get("KeySchema", [])]
     wanted = [("pk", "HASH", "S"), ("sk", "RANGE", "S")]
+    new_table = suggest("dynamodb", "create-table", "--table", f"{table}-v2", *options)
+    copy = (
+        suggest("export", "--all", "--table", table, *options)
+        + " | "
+        + suggest("import", "-", "--table", f"{table}-v2", *options)
+    )
     shown = ", ".join(f"{n} {t} {a}" for n, t, a in schema)
     finding(
         "key schema",
         schema == wanted,
         f"keys {shown}" + ("" if schema == wanted else " (the store needs pk HASH S, sk RANGE S)"),
-        f"the keys of a table cannot change: create a new table ({create.replace(table, table + '-v2', 1)}), "
-        f"then copy the sessions (genkit-sessions export --all ... | genkit-sessions import - --table {table}-v2)",
+        f"the keys of a table cannot change: create a new table ({new_table}), then copy each tenant's "
+        f"sessions (add --tenant NAME to both for a tenant other than the default): {copy}",
     )
     try:
         ttl = client.describe_time_to_live(TableName=table).get("TimeToLiveDescription", {})
     except BACKEND_ERRORS as exc:
         raise map_error(exc, "DescribeTimeToLive", table) from exc
+    ttl_specification = ["--time-to-live-specification", f"Enabled=true,AttributeName={TTL_ATTRIBUTE}"]
     enabled = ttl.get("TimeToLiveStatus") in ("ENABLED", "ENABLING") and ttl.get("AttributeName") == TTL_ATTRIBUTE
     finding(
         "ttl",
         enabled,
         f"TTL {ttl.get('TimeToLiveStatus', 'DISABLED')} on {ttl.get('AttributeName', '-')!r}"
         + ("" if enabled else f" (the store's expiries are in {TTL_ATTRIBUTE!r})"),
-        f"aws dynamodb update-time-to-live --table-name {table}{fix_prefix} "
-        f"--time-to-live-specification Enabled=true,AttributeName={TTL_ATTRIBUTE}",
+        shlex.join(["aws", "dynamodb", "update-time-to-live", "--table-name", table, *options, *ttl_specification]),
     )
     indexes = [i["IndexName"] for i in described.get("GlobalSecondaryIndexes", [])]
     finding("indexes", True, "no secondary index needed" + (f" (has {', '.join(indexes)})" if indexes else ""))
@@ -111,8 +126,7 @@ def _doctor(args: argparse.Namespace) -> int:
     import json
 
     client = dynamodb_client(args)
-    fix_prefix = f" --endpoint-url {args.endpoint_url}" if args.endpoint_url else ""
-    findings = check_table(client, args.table, fix_prefix)
+    findings = check_table(client, args.table, connection_options(args))
     if args.json:
         print(json.dumps({"table": args.table, "findings": findings}, indent=2))
     else:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +23,8 @@ from genkit_sessions.cli._command import (
     add_dynamodb_arguments,
     context_of,
     open_dynamodb_store,
+    suggest,
+    target_options,
     tenant_of,
     write_output,
 )
@@ -157,7 +160,7 @@ def _list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"sessions": [record_json(r) for r in records], "nextPageToken": token}, indent=2))
     if token is not None and not args.json:
-        print(f"more sessions: add --page-token {token} (or --all)", file=sys.stderr)
+        print(f"more sessions: add --page-token {shlex.quote(token)} (or --all)", file=sys.stderr)
     return 0
 
 
@@ -202,7 +205,7 @@ def _show(args: argparse.Namespace) -> int:
         raise GenkitError(
             Status.NOT_FOUND,
             f"no snapshot {args.snapshot_id!r} in table {args.table!r} (tenant {tenant_of(args)!r}); "
-            f"see a session's snapshot ids with `genkit-sessions tree SESSION_ID --table {args.table}`",
+            f"see a session's snapshot ids with `{suggest('tree', 'SESSION_ID', *target_options(args))}`",
         )
     if args.json:
         print(json.dumps(to_wire(snapshot), indent=2, ensure_ascii=False))
@@ -219,7 +222,7 @@ def _tree(args: argparse.Namespace) -> int:
         raise GenkitError(
             Status.NOT_FOUND,
             f"session {args.session_id!r} has no snapshots in table {args.table!r} (tenant {tenant_of(args)!r}); "
-            f"list sessions with `genkit-sessions sessions list --table {args.table}`",
+            f"list sessions with `{suggest('sessions', 'list', *target_options(args))}`",
         )
     leaf = store.get_snapshot(session_id=args.session_id, context=context)
     leaf_id = leaf.snapshot_id if leaf is not None else None

@@ -25,6 +25,8 @@ from genkit_sessions.cli._command import (
     context_of,
     open_dynamodb_store,
     refuse_directory,
+    suggest,
+    target_options,
     tenant_of,
     unwritable,
 )
@@ -143,7 +145,7 @@ def _export(args: argparse.Namespace) -> int:
             Status.NOT_FOUND,
             f"{missing} of the {len(ids)} sessions named have no snapshots in table {args.table!r} "
             f"(tenant {tenant_of(args)!r}); the others were exported; "
-            "check the ids with `genkit-sessions sessions list`",
+            f"check the ids with `{suggest('sessions', 'list', *target_options(args))}`",
         )
     where = f" to {args.output}" if args.output else ""
     print(f"exported {counts.snapshots} snapshots of {counts.sessions} sessions{where}", file=sys.stderr)
