@@ -213,7 +213,8 @@ def _replace(
         "ids": id_list(ids),
         "sv": {"N": str(known.session_version + 1)},
     }
-    condition = not_exists("pk") if known.version is None else eq("hv", {"S": known.version}) & record_condition
+    exact = not_exists("pk") if known.version is None else eq("hv", {"S": known.version})
+    condition = exact & record_condition  # an expected version > 0 cannot hold where there is no head
     return [put_action(engine.table, head, render(condition=condition)), *actions], Head(fields["hv"]["S"], ids, head)
 
 

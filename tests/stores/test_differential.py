@@ -5,7 +5,8 @@ agree: the same answer, or a ``GenkitError`` of the same status.
 
 Operations: create a session (with or without a ttl, sliding or not), save a new snapshot (on the leaf,
 as a root, on a named parent, pending or completed), finish a pending one, abort, heartbeat, delete a
-session, restore a snapshot, move the clock on, delete expired sessions, and every read (by id, a
+session, restore a snapshot, a save on an expected version (compare-and-set), set or drop a metadata
+key, move the clock on, delete expired sessions, and every read (by id, a
 session's leaf, its listing, its record). Snapshot ids are shared by every session, so an id is reused
 across sessions, after deletions and after expiry.
 
@@ -28,7 +29,7 @@ from hypothesis.stateful import RuleBasedStateMachine, rule
 
 from genkit_sessions import GenkitError, InMemorySessionStore, Message, SessionSnapshot, SessionState
 from genkit_sessions.model.clock import format_timestamp
-from genkit_sessions.stores.protocol import SessionRecord
+from genkit_sessions.stores.protocol import CallOptions, SessionRecord
 from tests.conftest import STORE_BACKENDS
 
 EXAMPLES = int(os.environ.get("GENKIT_DIFF_EXAMPLES", "12"))
@@ -69,7 +70,8 @@ def _plain(value: Any) -> Any:
         return ("snapshot", value.snapshot_id, value.session_id, value.parent_id, str(value.status), texts)
     if isinstance(value, SessionRecord):
         expiry = _second(value.expires_at)
-        return ("record", value.id, value.version, value.leaf_id, expiry, value.ttl, value.sliding)
+        metadata = tuple(sorted(value.metadata.items()))
+        return ("record", value.id, value.version, value.leaf_id, expiry, value.ttl, value.sliding, metadata)
     if isinstance(value, (list, tuple)):
         return tuple(_plain(item) for item in value)
     if value is None or isinstance(value, (int, str)):
@@ -137,6 +139,30 @@ class DifferentialMachine(RuleBasedStateMachine):
             parent = None if on == "root" else on
         new = _snapshot(snapshot_id, session, parent, status, f"{snapshot_id} at {self.turn}")
         self.both(writer, lambda store: store.save_snapshot(snapshot_id, lambda now: new if now is None else None))
+
+    @rule(
+        snapshot_id=st.sampled_from(SNAPSHOT_IDS),
+        session=st.sampled_from(SESSION_IDS),
+        expected=st.integers(0, 4),
+        writer=st.integers(0, 1),
+    )
+    def save_on_version(self, snapshot_id: str, session: str, expected: int, writer: int) -> None:
+        leaf = self.memory.get_snapshot(session_id=session)
+        parent = leaf.snapshot_id if leaf is not None else None
+        new = _snapshot(snapshot_id, session, parent, "completed", f"{snapshot_id} on v{expected} at {self.turn}")
+        options = CallOptions(expected_version=expected)
+        self.both(
+            writer,
+            lambda store: store.save_snapshot(snapshot_id, lambda now: new if now is None else None, options=options),
+        )
+
+    @rule(
+        session=st.sampled_from(SESSION_IDS),
+        value=st.sampled_from(("alice", "bob", None)),
+        writer=st.integers(0, 1),
+    )
+    def set_metadata(self, session: str, value: str | None, writer: int) -> None:
+        self.both(writer, lambda store: store.set_session_metadata(session, "principal", value))
 
     @rule(snapshot_id=st.sampled_from(SNAPSHOT_IDS), writer=st.integers(0, 1))
     def finish(self, snapshot_id: str, writer: int) -> None:

@@ -16,6 +16,7 @@ import attrs
 import pytest
 
 from genkit_sessions import GenkitError, InMemorySessionStore, Message, SessionSnapshot, SessionState, Status
+from genkit_sessions.stores.protocol import CallOptions
 from tests.conftest import StoreFactory
 
 
@@ -248,3 +249,15 @@ def test_a_save_refused_by_its_parent_rule_leaves_the_expired_session_it_named_f
     with pytest.raises(GenkitError):
         _new(store, "c", "s", ["child of an expired parent"], parent="a")
     assert store.delete_expired_sessions(clock.now) == 1  # the refused saves changed nothing
+
+
+def test_a_first_save_on_an_expected_version_above_zero_is_a_version_conflict_after_a_read_of_the_session(
+    make_store: StoreFactory,
+) -> None:
+    store = make_store()
+    assert store.get_snapshot(session_id="s") is None  # the store now knows "s" has no head
+    snapshot = SessionSnapshot(snapshot_id="a", session_id="s", state=_state("s", ["x"]))
+    with pytest.raises(GenkitError) as caught:
+        store.save_snapshot("a", lambda _: snapshot, options=CallOptions(expected_version=1))
+    assert caught.value.status is Status.ABORTED and caught.value.reason == "VERSION_CONFLICT"
+    assert store.get_snapshot(snapshot_id="a") is None
