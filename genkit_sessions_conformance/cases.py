@@ -9,6 +9,7 @@ into ``text * n`` so long ids stay readable in the files. The full format is
 
 from __future__ import annotations
 
+import difflib
 import enum
 import json
 import re
@@ -17,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+
+from genkit_sessions.errors import GenkitError, Status
 
 __all__ = [
     "ACTIONS",
@@ -30,6 +33,7 @@ __all__ = [
     "expand",
     "load_cases",
     "parse_case_file",
+    "select_cases",
 ]
 
 
@@ -222,4 +226,56 @@ def load_cases(
             if ids is not None and case.id not in ids:
                 continue
             cases.append(case)
+    return cases
+
+
+def select_cases(
+    areas: Iterable[str] | None = None,
+    ids: Iterable[str] | None = None,
+    directory: Path | None = None,
+) -> list[Case]:
+    """The cases of ``areas`` and ``ids`` (None: all), refusing a selection that names nothing.
+
+    An area no case has, an id no case has, or areas and ids with no case in common is
+    INVALID_ARGUMENT naming what was asked for and what exists (the valid areas, an id's close
+    matches), so a typo can never make a run pass having run fewer cases, or none.
+    """
+    everything = load_cases(directory)
+    wanted_areas = None if areas is None else list(areas)
+    wanted_ids = None if ids is None else list(ids)
+    known_areas = sorted({c.area for c in everything})
+    unknown = [a for a in wanted_areas or () if a not in known_areas]
+    if unknown:
+        hints = []
+        for area in unknown:
+            close = difflib.get_close_matches(area, known_areas, n=1)
+            hints.append(f"{area!r}" + (f" (did you mean {close[0]}?)" if close else ""))
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"--area {', '.join(hints)}: no such area; the areas are {', '.join(known_areas)}",
+        )
+    known_ids = [c.id for c in everything]
+    missing = [i for i in wanted_ids or () if i not in known_ids]
+    if missing:
+        hints = []
+        for case_id in missing:
+            close = difflib.get_close_matches(case_id, known_ids, n=3)
+            hints.append(f"{case_id!r}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
+        where = CASES_DIR if directory is None else directory
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"--case {', '.join(hints)}: no case has this id; give an id from the case files ({where}) "
+            "or the JSON report (--json)",
+        )
+    cases = [
+        c
+        for c in everything
+        if (wanted_areas is None or c.area in wanted_areas) and (wanted_ids is None or c.id in wanted_ids)
+    ]
+    if not cases:
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            "no case matches both --area and --case (each case id belongs to one area); drop one of them "
+            "or name the case's own area",
+        )
     return cases

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import difflib
 import importlib
 import os
 import sys
@@ -12,8 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from genkit_sessions.errors import GenkitError
-from genkit_sessions_conformance.cases import CAPABILITIES, CASES_DIR, PROFILES, Case, load_cases
+from genkit_sessions.errors import GenkitError, Status
+from genkit_sessions_conformance.cases import CAPABILITIES, PROFILES, Case
+from genkit_sessions_conformance.cases import select_cases as _select_cases
 from genkit_sessions_conformance.report import (
     progress_printer,
     render_rule_table,
@@ -27,6 +27,8 @@ from genkit_sessions_conformance.runner import StoreFactory, run_cases
 __all__ = ["DEFAULT_STORE", "add_arguments", "load_factory", "main", "run_from_args", "select_cases"]
 
 DEFAULT_STORE = "genkit_sessions_conformance.factories:memory"
+EXIT_USAGE = 2
+"""The exit status of a usage error (an unknown --case or --area, an unwritable report path)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -117,28 +119,10 @@ def run_from_args(args: argparse.Namespace) -> int:
 
 
 def select_cases(areas: Sequence[str] | None, ids: Sequence[str] | None) -> list[Case]:
-    """The shipped cases of ``areas`` and ``ids`` (None: all). An area or an id that names no case is an
-    error (exit status 2) naming what exists, so a typo can never make a run pass on nothing."""
-    everything = load_cases()
-    known_areas = sorted({c.area for c in everything})
-    unknown = [a for a in areas or () if a not in known_areas]
-    if unknown:
-        raise SystemExit(f"--area {', '.join(unknown)}: no such area; the areas are {', '.join(known_areas)}")
-    known_ids = [c.id for c in everything]
-    missing = [i for i in ids or () if i not in known_ids]
-    if missing:
-        hints = []
-        for case_id in missing:
-            close = difflib.get_close_matches(case_id, known_ids, n=3)
-            hints.append(f"{case_id!r}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
-        raise SystemExit(
-            f"--case {', '.join(hints)}: no case has this id; ids are listed in the JSON report (--json) "
-            f"and in the case files ({CASES_DIR})"
-        )
-    cases = load_cases(areas=areas, ids=ids)
-    if not cases:
-        raise SystemExit("no case matches both --area and --case; drop one of them")
-    return cases
+    """The shipped cases of ``areas`` and ``ids`` (None: all). An area or an id that names no case is
+    INVALID_ARGUMENT naming what exists (see :func:`genkit_sessions_conformance.cases.select_cases`),
+    so a typo can never make a run pass on fewer cases, or on nothing."""
+    return _select_cases(areas, ids)
 
 
 def _command(args: argparse.Namespace) -> str:
@@ -158,4 +142,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Run the genkit_sessions conformance cases against a session store.",
     )
     add_arguments(parser)
-    return run_from_args(parser.parse_args(argv))
+    args = parser.parse_args(argv)
+    try:
+        return run_from_args(args)
+    except GenkitError as error:  # a usage error: one line naming its status, no traceback
+        print(str(error), file=sys.stderr)
+        return EXIT_USAGE
+    except SystemExit as exit_:
+        if isinstance(exit_.code, str):  # the suite's own usage errors (a --store naming nothing)
+            print(f"{Status.INVALID_ARGUMENT.value}: {exit_.code}", file=sys.stderr)
+            return EXIT_USAGE
+        raise

@@ -17,7 +17,7 @@ import asyncio
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from genkit_sessions_conformance.cases import Case, load_cases
+from genkit_sessions_conformance.cases import Case, select_cases
 from genkit_sessions_conformance.rules import CONTRACT, rule_text
 from genkit_sessions_conformance.runner import StoreFactory, run_cases
 from genkit_sessions_conformance.store_handle import detect_capabilities
@@ -31,11 +31,17 @@ def conformance_tests(
     profile: str = "reject",
     claims: Iterable[str] = (),
     areas: Iterable[str] | None = None,
+    ids: Iterable[str] | None = None,
 ) -> Callable[[Case], None]:
-    """A pytest test function parametrized over the shipped cases, run against ``factory``'s stores."""
+    """A pytest test function parametrized over the shipped cases (of ``areas`` and ``ids``, None: all),
+    run against ``factory``'s stores.
+
+    An area or an id that names no case is INVALID_ARGUMENT when the test module is collected, so a
+    typo is a collection error, never a run that passes on fewer cases.
+    """
     import pytest
 
-    cases = load_cases(areas=areas)
+    cases = select_cases(areas, ids)
     claimed = tuple(claims)
     detected: dict[str, bool] = {}
 

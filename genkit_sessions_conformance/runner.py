@@ -37,7 +37,7 @@ from genkit_sessions.service import (
     SessionService,
 )
 from genkit_sessions.stores.protocol import SessionRecord
-from genkit_sessions_conformance.cases import Case, load_cases
+from genkit_sessions_conformance.cases import Case, load_cases, select_cases
 from genkit_sessions_conformance.match import Mismatch, match
 from genkit_sessions_conformance.store_handle import (
     StoreHandle,
@@ -822,11 +822,14 @@ def run_suite(
 ) -> SuiteReport:
     """Run the shipped cases against ``factory``'s stores and return the report.
 
+    An area or an id in ``areas`` or ``ids`` that names no case is INVALID_ARGUMENT (naming it and
+    what exists), never a run that passes on fewer cases.
+
     The entry point for a store author's own test::
 
         def test_my_store_conforms():
             conformance.run_suite(MyStore).assert_passed()
     """
-    cases = load_cases(areas=areas, ids=ids)
+    cases = select_cases(areas, ids)
     name = store_name or str(getattr(factory, "__qualname__", repr(factory)))
     return asyncio.run(run_cases(factory, cases, profile=profile, store_name=name, claims=claims, on_result=on_result))

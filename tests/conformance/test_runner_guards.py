@@ -3,6 +3,7 @@ factory's context manager around each case, and explains each failure with its d
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -24,21 +25,59 @@ from tests.conformance.broken_stores import OldestLeaf
     [
         (["--case", "no-such-case"], "no case has this id"),
         (["--case", "R12-linear-chai"], "did you mean R12-linear-chain"),
+        (["--case", "R12-linear-chain", "--case", "R12-linear-chai"], "--case 'R12-linear-chai' (did you mean"),
         (["--area", "bogus"], "no such area; the areas are concurrency, history, ids"),
-        (["--area", "ids", "--area", "bogus"], "--area bogus: no such area"),
+        (["--area", "ids", "--area", "bogus"], "--area 'bogus': no such area"),
+        (["--area", "stroe"], "--area 'stroe' (did you mean store?)"),
         (["--area", "ids", "--case", "R12-linear-chain"], "no case matches both --area and --case"),
     ],
 )
-def test_a_selection_of_no_case_exits_non_zero_saying_why(argv: list[str], says: str) -> None:
-    with pytest.raises(SystemExit) as exited:
-        main(argv)
-    assert exited.value.code not in (0, None)
-    assert says in str(exited.value.code)
+def test_a_selection_naming_a_missing_case_or_area_is_invalid_argument_and_exits_non_zero(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith("INVALID_ARGUMENT: ") and says in captured.err
+    assert "Traceback" not in captured.err and captured.out == ""
+
+
+def test_genkit_sessions_conformance_reports_an_unknown_case_once_as_invalid_argument(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert genkit_sessions_main(["conformance", "--case", "R12-linear-chai"]) != 0
+    err = capsys.readouterr().err
+    assert err.startswith("INVALID_ARGUMENT: --case 'R12-linear-chai' (did you mean R12-linear-chain")
+    assert err.count("INVALID_ARGUMENT") == 1
+
+
+def test_a_bad_store_spec_from_python_m_is_invalid_argument_without_a_traceback(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["--store", "memory"]) == 2
+    assert capsys.readouterr().err.startswith("INVALID_ARGUMENT: --store 'memory': use MODULE:FACTORY")
+
+
+@pytest.mark.parametrize(
+    ("selection", "says"),
+    [
+        ({"ids": ["R12-linear-chain", "R12-linear-chai"]}, "--case 'R12-linear-chai' (did you mean R12-linear-chain"),
+        ({"areas": ["ids", "stroe"]}, "--area 'stroe' (did you mean store?): no such area; the areas are"),
+        ({"ids": ["no-such-case"]}, "--case 'no-such-case': no case has this id"),
+        ({"areas": ["ids"], "ids": ["R12-linear-chain"]}, "no case matches both --area and --case"),
+    ],
+)
+def test_run_suite_refuses_a_selection_with_a_missing_case_or_area_instead_of_dropping_it(
+    selection: dict[str, list[str]], says: str
+) -> None:
+    with pytest.raises(GenkitError) as raised:
+        conformance.run_suite(InMemorySessionStore, **selection)  # type: ignore[arg-type]
+    assert raised.value.status is Status.INVALID_ARGUMENT
+    assert says in raised.value.message
 
 
 def test_run_cases_on_an_empty_selection_raises_instead_of_passing() -> None:
     with pytest.raises(GenkitError) as raised:
-        conformance.run_suite(InMemorySessionStore, ids=["no-such-case"])
+        asyncio.run(conformance.run_cases(InMemorySessionStore, []))
     assert raised.value.status is Status.INVALID_ARGUMENT
     assert "no conformance case was selected" in raised.value.message
 
@@ -51,11 +90,11 @@ def test_a_factory_that_returns_no_store_is_one_error_naming_the_protocol() -> N
     assert "get_snapshot and save_snapshot" in raised.value.message
 
 
-def test_the_command_line_reports_a_non_store_factory_once_and_fails() -> None:
-    with pytest.raises(SystemExit) as exited:
-        main(["--store", "genkit_sessions:mint_id"])
-    text = str(exited.value.code)
-    assert text.startswith("--store genkit_sessions:mint_id: the store factory") and "returned str" in text
+def test_the_command_line_reports_a_non_store_factory_once_and_fails(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--store", "genkit_sessions:mint_id"]) == 2
+    text = capsys.readouterr().err
+    assert text.startswith("INVALID_ARGUMENT: --store genkit_sessions:mint_id: the store factory")
+    assert "returned str" in text and text.count("\n") == 1
 
 
 def test_a_factory_that_raises_is_reported_as_the_factory_failing() -> None:
