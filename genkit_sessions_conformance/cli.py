@@ -6,8 +6,9 @@ import argparse
 import asyncio
 import importlib
 import os
+import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,8 @@ def load_factory(spec: str) -> StoreFactory:
 
 def run_from_args(args: argparse.Namespace) -> int:
     """Run the suite as the parsed options say, print the tables; 0 when every required case passed."""
+    for option in ("json", "junit_xml", "markdown"):
+        _check_writable(f"--{option.replace('_', '-')}", getattr(args, option))
     factory = load_factory(args.store)
     cases = select_cases(args.area, args.case)
     try:
@@ -109,13 +112,45 @@ def run_from_args(args: argparse.Namespace) -> int:
     if args.by_rule:
         print()
         print(render_rule_table(report))
-    if args.json is not None:
-        write_json(report, args.json)
-    if args.junit_xml is not None:
-        write_junit(report, args.junit_xml)
-    if args.markdown is not None:
-        write_markdown(report, args.markdown, _command(args))
+    writers: list[tuple[str, Path | None, Callable[[Path], None]]] = [
+        ("--json", args.json, lambda p: write_json(report, p)),
+        ("--junit-xml", args.junit_xml, lambda p: write_junit(report, p)),
+        ("--markdown", args.markdown, lambda p: write_markdown(report, p, _command(args))),
+    ]
+    for option, path, write in writers:
+        if path is None:
+            continue
+        try:
+            write(path)
+        except OSError as error:  # it became unwritable while the cases ran
+            raise GenkitError(
+                Status.FAILED_PRECONDITION,
+                f"{option} {shlex.quote(str(path))}: the report could not be written ({error.strerror or error}); "
+                "the results above stand; give another path and run again",
+            ) from None
     return 0 if report.ok else 1
+
+
+_SUFFIXES = {"--json": ".json", "--junit-xml": ".xml", "--markdown": ".md"}
+
+
+def _check_writable(option: str, path: Path | None) -> None:
+    """Refuse a report path that cannot be written, before any case runs (INVALID_ARGUMENT)."""
+    if path is None:
+        return
+    parent = path.parent
+    problem = None
+    if path.is_dir():
+        example = path / ("results" + _SUFFIXES.get(option, ""))
+        problem = "is a directory; give a file name, for example " + shlex.quote(str(example))
+    elif not parent.is_dir():
+        problem = f"the directory {str(parent)!r} does not exist; create it or give a path in an existing directory"
+    elif path.exists() and not os.access(path, os.W_OK):
+        problem = "cannot be written (no permission); give another path or make the file writable"
+    elif not path.exists() and not os.access(parent, os.W_OK | os.X_OK):
+        problem = f"the directory {str(parent)!r} cannot be written (no permission); give another path"
+    if problem is not None:
+        raise GenkitError(Status.INVALID_ARGUMENT, f"{option} {shlex.quote(str(path))}: {problem}")
 
 
 def select_cases(areas: Sequence[str] | None, ids: Sequence[str] | None) -> list[Case]:
@@ -126,13 +161,17 @@ def select_cases(areas: Sequence[str] | None, ids: Sequence[str] | None) -> list
 
 
 def _command(args: argparse.Namespace) -> str:
-    """The command line that reproduces this run (output files left out)."""
-    parts = ["python -m genkit_sessions_conformance", f"--store {args.store}", f"--profile {args.profile}"]
-    parts += [f"--claim {c}" for c in args.claim]
-    parts += [f"--area {a}" for a in args.area or ()]
+    """The shell-quoted command line that reproduces this run: the store, profile, claims and every
+    selection option given (--area, --case), and the --markdown file (the other output files left out)."""
+    parts = ["python", "-m", "genkit_sessions_conformance", "--store", args.store, "--profile", args.profile]
+    for option, values in (("--claim", args.claim), ("--area", args.area), ("--case", args.case)):
+        for value in values or ():
+            parts += [option, value]
+    if args.by_rule:
+        parts.append("--by-rule")
     if args.markdown is not None:
-        parts.append(f"--markdown {args.markdown}")
-    return " ".join(parts)
+        parts += ["--markdown", str(args.markdown)]
+    return shlex.join(parts)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

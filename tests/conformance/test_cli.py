@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import shlex
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -90,3 +91,55 @@ def test_progress_prints_only_failures_when_not_a_terminal() -> None:
     stream = io.StringIO()
     conformance.run_suite(memory, areas=["ids"], on_result=progress_printer(stream))
     assert stream.getvalue() == ""
+
+
+@pytest.mark.parametrize("option", ["--json", "--junit-xml", "--markdown"])
+@pytest.mark.parametrize("where", ["missing directory", "a directory"])
+def test_an_unwritable_report_path_is_invalid_argument_before_any_case_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str, where: str
+) -> None:
+    target = tmp_path / "no-such-dir" / "report" if where == "missing directory" else tmp_path
+    assert main(["--area", "ids", option, str(target)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # no summary table: the cases never ran
+    assert captured.err.startswith(f"INVALID_ARGUMENT: {option} {target}: ")
+    assert ("does not exist; create it" if where == "missing directory" else "is a directory; give a file name") in (
+        captured.err
+    )
+    assert captured.err.count("\n") == 1 and not (tmp_path / "no-such-dir").exists()
+
+
+def test_genkit_sessions_conformance_refuses_an_unwritable_report_path_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "missing" / "r.json"
+    assert genkit_sessions_main(["conformance", "--area", "ids", "--json", str(target)]) != 0
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith(f"INVALID_ARGUMENT: --json {target}: the directory")
+
+
+def test_the_markdown_command_line_reruns_the_same_selection_shell_quoted(tmp_path: Path) -> None:
+    target = tmp_path / "my results.md"
+    argv = ["--area", "ids", "--case", "ID-store-unicode", "--case", "ID-snapshot-id-513-bytes", "--claim", "list"]
+    assert main([*argv, "--profile", "walk-back", "--markdown", str(target)]) == 0
+    text = target.read_text(encoding="utf-8")
+    command = next(line for line in text.splitlines() if line.startswith("Command: `"))[len("Command: `") : -1]
+    assert shlex.split(command) == [
+        "python",
+        "-m",
+        "genkit_sessions_conformance",
+        "--store",
+        "genkit_sessions_conformance.factories:memory",
+        "--profile",
+        "walk-back",
+        "--claim",
+        "list",
+        "--area",
+        "ids",
+        "--case",
+        "ID-store-unicode",
+        "--case",
+        "ID-snapshot-id-513-bytes",
+        "--markdown",
+        str(target),
+    ]
