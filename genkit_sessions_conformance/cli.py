@@ -23,7 +23,7 @@ from genkit_sessions_conformance.report import (
     write_junit,
     write_markdown,
 )
-from genkit_sessions_conformance.runner import StoreFactory, run_cases
+from genkit_sessions_conformance.runner import DEFAULT_CASE_TIMEOUT, StoreFactory, run_cases
 
 __all__ = ["DEFAULT_STORE", "add_arguments", "load_factory", "main", "run_from_args", "select_cases"]
 
@@ -61,6 +61,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a capability the store is meant to have: run its cases even if detection misses it (repeatable)",
     )
     parser.add_argument("--by-rule", action="store_true", help="also print a table of outcomes per rule")
+    parser.add_argument(
+        "--case-timeout",
+        type=_seconds,
+        default=DEFAULT_CASE_TIMEOUT,
+        metavar="SECONDS",
+        help="fail a case that takes longer than this, and go on (default: %(default)g)",
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
+    return value
 
 
 def load_factory(spec: str) -> StoreFactory:
@@ -104,6 +121,7 @@ def run_from_args(args: argparse.Namespace) -> int:
                 store_name=args.store,
                 claims=args.claim,
                 on_result=progress_printer(sys.stderr),
+                case_timeout=args.case_timeout,
             )
         )
     except GenkitError as error:  # the factory makes no stores: one clear error, not a failure per case
@@ -169,6 +187,8 @@ def _command(args: argparse.Namespace) -> str:
             parts += [option, value]
     if args.by_rule:
         parts.append("--by-rule")
+    if args.case_timeout != DEFAULT_CASE_TIMEOUT:
+        parts += ["--case-timeout", f"{args.case_timeout:g}"]
     if args.markdown is not None:
         parts += ["--markdown", str(args.markdown)]
     return shlex.join(parts)

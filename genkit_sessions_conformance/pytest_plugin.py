@@ -19,8 +19,7 @@ from typing import Any
 
 from genkit_sessions_conformance.cases import Case, select_cases
 from genkit_sessions_conformance.rules import CONTRACT, rule_text
-from genkit_sessions_conformance.runner import StoreFactory, run_cases
-from genkit_sessions_conformance.store_handle import detect_capabilities
+from genkit_sessions_conformance.runner import DEFAULT_CASE_TIMEOUT, StoreFactory, detect_within, run_cases
 
 __all__ = ["conformance_tests"]
 
@@ -32,6 +31,7 @@ def conformance_tests(
     claims: Iterable[str] = (),
     areas: Iterable[str] | None = None,
     ids: Iterable[str] | None = None,
+    case_timeout: float = DEFAULT_CASE_TIMEOUT,
 ) -> Callable[[Case], None]:
     """A pytest test function parametrized over the shipped cases (of ``areas`` and ``ids``, None: all),
     run against ``factory``'s stores.
@@ -48,8 +48,10 @@ def conformance_tests(
     @pytest.mark.parametrize("case", cases, ids=[case.id for case in cases])
     def test_case(case: Case) -> None:
         if not detected:
-            detected.update(asyncio.run(detect_capabilities(factory)))
-        report = asyncio.run(run_cases(factory, [case], profile=profile, claims=claimed, detected=detected))
+            detected.update(asyncio.run(detect_within(factory, case_timeout)))
+        report = asyncio.run(
+            run_cases(factory, [case], profile=profile, claims=claimed, detected=detected, case_timeout=case_timeout)
+        )
         result = report.results[0]
         if result.outcome == "skipped":
             pytest.skip(result.message)

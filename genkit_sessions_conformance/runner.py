@@ -47,7 +47,7 @@ from genkit_sessions_conformance.store_handle import (
     with_fault,
 )
 
-__all__ = ["CaseResult", "StoreFactory", "SuiteReport", "run_cases", "run_suite"]
+__all__ = ["DEFAULT_CASE_TIMEOUT", "CaseResult", "StoreFactory", "SuiteReport", "run_cases", "run_suite"]
 
 StoreFactory = Callable[[], Any]
 """Returns a fresh, empty store (blocking or async) each time it is called, or a context manager (sync
@@ -740,10 +740,37 @@ def _skip_reason(case: Case, profile: str, capabilities: Mapping[str, bool]) -> 
     return None
 
 
-async def _run_case(case: Case, factory: StoreFactory, profile: str, capabilities: Mapping[str, bool]) -> CaseResult:
-    reason = _skip_reason(case, profile, capabilities)
-    if reason is not None:
-        return CaseResult(case, "skipped", reason)
+DEFAULT_CASE_TIMEOUT = 60.0
+"""Seconds a case (or the capability probe) may take before it is judged hung (``--case-timeout``)."""
+
+
+def _timeout_hint(timeout: float) -> str:
+    return (
+        f"did not finish within the per-case timeout of {timeout:g} s (--case-timeout SECONDS on the command "
+        "line, case_timeout= in run_suite, run_cases and conformance_tests); a store call may never return: "
+        "make it fail or time out with a status (DEADLINE_EXCEEDED), or give a larger timeout if it is only slow"
+    )
+
+
+async def _in_own_thread(work: Callable[[], Any], timeout: float) -> Any:
+    """Run the coroutine ``work()`` makes on an event loop of its own in a daemon thread, waiting at most
+    ``timeout`` seconds (TimeoutError after). A store that blocks (a sync call that never returns) or
+    awaits forever then costs one abandoned thread, never the run; the caller's loop stays free, so a
+    KeyboardInterrupt still stops the run."""
+    outcome: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+    def run() -> None:
+        outcome.set_running_or_notify_cancel()
+        try:
+            outcome.set_result(asyncio.run(work()))
+        except BaseException as error:  # handed to the waiting loop, which re-raises it
+            outcome.set_exception(error)
+
+    threading.Thread(target=run, name="conformance case", daemon=True).start()
+    return await asyncio.wait_for(asyncio.wrap_future(outcome), timeout)
+
+
+async def _judge(case: Case, factory: StoreFactory, profile: str, capabilities: Mapping[str, bool]) -> CaseResult:
     started = time.perf_counter()
     try:
         if case.action == "codec":
@@ -757,10 +784,56 @@ async def _run_case(case: Case, factory: StoreFactory, profile: str, capabilitie
                     await _run_steps(case, handle, capabilities)
     except CaseFailed as failed:
         return CaseResult(case, "failed", str(failed), time.perf_counter() - started)
+    except asyncio.CancelledError as error:  # nothing cancels a case's own loop: the store raised it
+        message = (
+            f"[{case.rule}] the store raised asyncio.CancelledError ({error or 'no message'}) though nothing "
+            "cancelled the call; let a cancellation through only when the caller cancelled, and report a failure "
+            "as a status-carrying error (S12)"
+        )
+        return CaseResult(case, "failed", message, time.perf_counter() - started)
     except Exception as error:
         message = f"[{case.rule}] the case could not run: {type(error).__name__}: {error}"
         return CaseResult(case, "failed", message, time.perf_counter() - started)
     return CaseResult(case, "passed", "", time.perf_counter() - started)
+
+
+async def _run_case(
+    case: Case,
+    factory: StoreFactory,
+    profile: str,
+    capabilities: Mapping[str, bool],
+    timeout: float = DEFAULT_CASE_TIMEOUT,
+) -> CaseResult:
+    reason = _skip_reason(case, profile, capabilities)
+    if reason is not None:
+        return CaseResult(case, "skipped", reason)
+    started = time.perf_counter()
+    try:
+        result: CaseResult = await _in_own_thread(lambda: _judge(case, factory, profile, capabilities), timeout)
+    except (asyncio.TimeoutError, TimeoutError):
+        return CaseResult(
+            case, "failed", f"[{case.rule}] the case {_timeout_hint(timeout)}", time.perf_counter() - started
+        )
+    return result
+
+
+async def detect_within(factory: StoreFactory, timeout: float = DEFAULT_CASE_TIMEOUT) -> dict[str, bool]:
+    """:func:`detect_capabilities`, bounded by ``timeout`` seconds (DEADLINE_EXCEEDED after)."""
+    try:
+        found: dict[str, bool] = await _in_own_thread(lambda: detect_capabilities(factory), timeout)
+    except (asyncio.TimeoutError, TimeoutError):
+        raise GenkitError(
+            Status.DEADLINE_EXCEEDED, f"the capability probe (a save and two reads) {_timeout_hint(timeout)}"
+        ) from None
+    return found
+
+
+def _check_timeout(timeout: float) -> float:
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise GenkitError(
+            Status.INVALID_ARGUMENT, f"case_timeout {timeout!r}: give a number of seconds above 0 (default 60)"
+        )
+    return float(timeout)
 
 
 async def run_cases(
@@ -772,14 +845,20 @@ async def run_cases(
     claims: Iterable[str] = (),
     detected: Mapping[str, bool] | None = None,
     on_result: Callable[[int, int, CaseResult], None] | None = None,
+    case_timeout: float = DEFAULT_CASE_TIMEOUT,
 ) -> SuiteReport:
     """Run ``cases`` against fresh stores from ``factory``; ``on_result`` sees each result as it comes.
+
+    Each case runs on an event loop of its own in a thread of its own, so a case that takes longer than
+    ``case_timeout`` seconds fails with a message naming the timeout, and the run goes on; an
+    ``asyncio.CancelledError`` a store raises fails its case. A KeyboardInterrupt still stops the run.
 
     ``claims`` names capabilities the store is meant to have: their cases run even when detection
     does not find them (a store that ignores tenants then fails the tenancy cases instead of skipping them).
     ``detected`` passes capabilities found earlier, to skip detecting them again.
     """
     claims = frozenset(claims)
+    case_timeout = _check_timeout(case_timeout)
     if not cases:
         raise GenkitError(
             Status.INVALID_ARGUMENT,
@@ -788,11 +867,11 @@ async def run_cases(
         )
     started = time.perf_counter()
     if detected is None:
-        detected = await detect_capabilities(factory)
+        detected = await detect_within(factory, case_timeout)
     capabilities = {name: found or name in claims for name, found in detected.items()}
     results: list[CaseResult] = []
     for index, case in enumerate(cases, 1):
-        result = await _run_case(case, factory, profile, capabilities)
+        result = await _run_case(case, factory, profile, capabilities, case_timeout)
         results.append(result)
         if on_result is not None:
             on_result(index, len(cases), result)
@@ -819,6 +898,7 @@ def run_suite(
     store_name: str | None = None,
     claims: Iterable[str] = (),
     on_result: Callable[[int, int, CaseResult], None] | None = None,
+    case_timeout: float = DEFAULT_CASE_TIMEOUT,
 ) -> SuiteReport:
     """Run the shipped cases against ``factory``'s stores and return the report.
 
@@ -832,4 +912,14 @@ def run_suite(
     """
     cases = select_cases(areas, ids)
     name = store_name or str(getattr(factory, "__qualname__", repr(factory)))
-    return asyncio.run(run_cases(factory, cases, profile=profile, store_name=name, claims=claims, on_result=on_result))
+    return asyncio.run(
+        run_cases(
+            factory,
+            cases,
+            profile=profile,
+            store_name=name,
+            claims=claims,
+            on_result=on_result,
+            case_timeout=case_timeout,
+        )
+    )
