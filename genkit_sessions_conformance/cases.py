@@ -246,10 +246,7 @@ def select_cases(
     known_areas = sorted({c.area for c in everything})
     unknown = [a for a in wanted_areas or () if a not in known_areas]
     if unknown:
-        hints = []
-        for area in unknown:
-            close = difflib.get_close_matches(area, known_areas, n=1)
-            hints.append(f"{area!r}" + (f" (did you mean {close[0]}?)" if close else ""))
+        hints = [_with_close_matches(area, known_areas, 1) for area in unknown]
         raise GenkitError(
             Status.INVALID_ARGUMENT,
             f"--area {', '.join(hints)}: no such area; the areas are {', '.join(known_areas)}",
@@ -257,10 +254,7 @@ def select_cases(
     known_ids = [c.id for c in everything]
     missing = [i for i in wanted_ids or () if i not in known_ids]
     if missing:
-        hints = []
-        for case_id in missing:
-            close = difflib.get_close_matches(case_id, known_ids, n=3)
-            hints.append(f"{case_id!r}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
+        hints = [_with_close_matches(case_id, known_ids, 3) for case_id in missing]
         where = CASES_DIR if directory is None else directory
         raise GenkitError(
             Status.INVALID_ARGUMENT,
@@ -279,3 +273,9 @@ def select_cases(
             "or name the case's own area",
         )
     return cases
+
+
+def _with_close_matches(name: str, known: list[str], n: int) -> str:
+    """``name`` quoted, with up to ``n`` of the ``known`` names it is closest to."""
+    close = difflib.get_close_matches(name, known, n=n)
+    return f"{name!r}" + (f" (did you mean {', '.join(close)}?)" if close else "")

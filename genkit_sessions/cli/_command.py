@@ -101,17 +101,16 @@ def tenant_of(args: argparse.Namespace) -> str:
     The one check every command applies: INVALID_ARGUMENT, naming the value, for a tenant no store
     accepts (empty, whitespace only, over 512 UTF-8 bytes, a control character).
     """
-    from genkit_sessions.model.ids import MAX_ID_BYTES, id_problem
+    from genkit_sessions.model.ids import MAX_ID_BYTES, id_problem, shown
 
     tenant = getattr(args, "tenant", None)
     if tenant is None:
         return ""
     problem = "names no tenant" if tenant == "" else id_problem(tenant)
     if problem is not None:
-        shown = repr(tenant) if len(repr(tenant)) <= 80 else repr(tenant)[:77] + "..."
         raise GenkitError(
             Status.INVALID_ARGUMENT,
-            f"--tenant {shown} {problem}; pass the tenant's id (at most {MAX_ID_BYTES} UTF-8 bytes, not only "
+            f"--tenant {shown(tenant)} {problem}; pass the tenant's id (at most {MAX_ID_BYTES} UTF-8 bytes, not only "
             "spaces, no control characters), or leave --tenant out for the default tenant",
         )
     return str(tenant)

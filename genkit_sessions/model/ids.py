@@ -56,14 +56,19 @@ def id_problem(value: object) -> str | None:
     return None
 
 
+def shown(value: object) -> str:
+    """``repr(value)`` cut to 80 characters, for naming a bad value in an error message."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def validate_id(value: object, field: str, reason: Reason) -> str:
     """Return ``value`` when it is a valid id; raise INVALID_ARGUMENT naming ``field`` otherwise."""
     problem = id_problem(value)
     if problem is not None:
-        shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
         raise GenkitError(
             Status.INVALID_ARGUMENT,
-            f"{field} {shown} {problem}; pass a non-empty id of at most {MAX_ID_BYTES} UTF-8 bytes "
+            f"{field} {shown(value)} {problem}; pass a non-empty id of at most {MAX_ID_BYTES} UTF-8 bytes "
             "without control characters",
             reason=reason,
         )

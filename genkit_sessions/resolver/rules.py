@@ -47,7 +47,7 @@ from collections.abc import Generator, Iterable, Mapping
 from typing import Any, NamedTuple, NoReturn
 
 from genkit_sessions.errors import GenkitError, Reason, Status
-from genkit_sessions.model.ids import id_problem, mint_id
+from genkit_sessions.model.ids import id_problem, mint_id, shown
 from genkit_sessions.model.types import AgentInit, ErrorInfo, SessionSnapshot, SessionState, SnapshotStatus
 from genkit_sessions.resolver.options import ResumePolicy, SessionStoreOptions
 
@@ -386,10 +386,10 @@ def _status(snapshot: SessionSnapshot, opts: SessionStoreOptions) -> SnapshotSta
 def _check_id(value: str, field: str, reason: Reason) -> None:
     problem = id_problem(value)
     if problem is not None:
-        shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
         raise GenkitError(
             Status.INVALID_ARGUMENT,
-            f"{field} {shown} {problem}; send a non-empty id of at most 512 UTF-8 bytes without control characters",
+            f"{field} {shown(value)} {problem}; send a non-empty id of at most 512 UTF-8 bytes without control "
+            "characters",
             details={"rule": "R6", "field": field},
             reason=reason,
         )

@@ -23,14 +23,13 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule
 
 from genkit_sessions import GenkitError, InMemorySessionStore, Message, SessionSnapshot, SessionState
 from genkit_sessions.model.clock import format_timestamp
 from genkit_sessions.stores.protocol import CallOptions, SessionRecord
-from tests.conftest import STORE_BACKENDS
+from tests.stores.machines import run_machine
 
 EXAMPLES = int(os.environ.get("GENKIT_DIFF_EXAMPLES", "12"))
 SNAPSHOT_IDS = ("a", "b", "c", "d", "e")
@@ -224,19 +223,7 @@ class DifferentialMachine(RuleBasedStateMachine):
 def test_random_session_operations_agree_on_memory_and_on_dynamodb_instances_sharing_a_table(
     request: pytest.FixtureRequest,
 ) -> None:
-    factory_fixture = STORE_BACKENDS["dynamodb-inprocess"](request)
-    make = next(factory_fixture)
-    try:
-        machine = type("DifferentialMachineOnDynamo", (DifferentialMachine,), {"make": staticmethod(make)})
-        machine.TestCase.settings = settings(
-            max_examples=EXAMPLES,
-            stateful_step_count=40,
-            deadline=None,
-            suppress_health_check=list(HealthCheck),
-        )
-        machine.TestCase().runTest()
-    finally:
-        factory_fixture.close()
+    run_machine(DifferentialMachine, "dynamodb-inprocess", request, examples=EXAMPLES, steps=40)
     if os.environ.get("GENKIT_FUZZ_REPORT"):
         print(
             f"\ndifferential test: {COUNTS.sequences} sequences, {COUNTS.steps} agreeing steps, "

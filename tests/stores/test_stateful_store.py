@@ -19,12 +19,11 @@ from typing import Any
 
 import attrs
 import pytest
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from genkit_sessions import GenkitError, Message, SessionSnapshot, SessionState, SnapshotStatus
-from tests.conftest import STORE_BACKENDS
+from tests.stores.machines import run_machine
 
 EXAMPLES = int(os.environ.get("GENKIT_STATEFUL_EXAMPLES", "15"))
 TENANTS = (None, "acme", "globex")
@@ -296,23 +295,7 @@ class StoreMachine(RuleBasedStateMachine):
 def test_random_store_operations_in_several_tenants_match_a_simple_model(
     backend: str, request: pytest.FixtureRequest
 ) -> None:
-    factory_fixture = STORE_BACKENDS[backend](request)
-    make = next(factory_fixture)
-    try:
-        machine = type(
-            f"StoreMachine_{backend.replace('-', '_')}",
-            (StoreMachine,),
-            {"make": staticmethod(make), "backend": backend},
-        )
-        machine.TestCase.settings = settings(
-            max_examples=EXAMPLES,
-            stateful_step_count=25,
-            deadline=None,
-            suppress_health_check=list(HealthCheck),
-        )
-        machine.TestCase().runTest()
-    finally:
-        factory_fixture.close()
+    run_machine(StoreMachine, backend, request, examples=EXAMPLES, steps=25, backend=backend)
     if os.environ.get("GENKIT_FUZZ_REPORT"):
         counts = COUNTS[backend]
         print(
