@@ -103,7 +103,8 @@ class Contention(Exception):
 
 
 class Expired(Exception):
-    """The write's session has expired: it reads as absent, so it is deleted before the write goes on."""
+    """A session the write must delete before it goes on: expired (it reads as absent), or one whose
+    deletion stopped part way."""
 
     def __init__(self, session_id: str) -> None:
         super().__init__(session_id)
@@ -169,21 +170,21 @@ def save(
 
 def _judge_the_item_in_the_way(engine: Engine, tenant: str, snapshot_id: str) -> Steps[None]:
     """A create refused because the id's item exists: when that item lives in an expired session (it read
-    as absent), Expired, so the session is deleted and the write goes on, as in the in-memory store; when
-    it lives in a session with no live head, FAILED_PRECONDITION naming it. Otherwise another writer
+    as absent), or in one whose deletion stopped part way (its head lists what is left), Expired, so the
+    session is deleted (the deletion finished) and the write goes on, as in the in-memory store; when it
+    lives in a session with no head at all, FAILED_PRECONDITION naming it. Otherwise another writer
     created the id meanwhile, and the caller retries on what it wrote."""
     home = yield from home_of(engine, tenant, snapshot_id)
     if home is None:
         return
     session_id, head = home
-    if head.alive and head.expired(engine.now_ms()):
+    if (head.alive and head.expired(engine.now_ms())) or head.deleting:
         raise Expired(session_id)
     if not head.alive:
         raise GenkitError(
             Status.FAILED_PRECONDITION,
-            f"snapshot id {snapshot_id!r} is still held by session {session_id!r}, which has no live head: it "
-            f"was deleted, or a deletion stopped part-way; run delete_session({session_id!r}) again before "
-            "reusing the id",
+            f"snapshot id {snapshot_id!r} is still held by session {session_id!r}, which has no live head: its "
+            f"deletion left it behind; run delete_session({session_id!r}) again before reusing the id",
         )
 
 

@@ -283,6 +283,39 @@ class _Sweep(Operation):
         return face.sweep_staged("s", older_than=timedelta(0))
 
 
+class _StillClock:
+    """A clock the setup moves: the sessions a path's setup wrote may expire before its operation."""
+
+    start = datetime(2030, 1, 1, tzinfo=timezone.utc)
+
+    def __init__(self) -> None:
+        self.now = self.start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+_CLOCK = _StillClock()
+
+
+def _ids_of_an_expired_session(store: DynamoDBSessionStore) -> None:
+    """Snapshots "e" and its child "f" in session "old", which then expires: both read as absent."""
+    _CLOCK.now = _StillClock.start
+    store.create_session("old", ttl=timedelta(seconds=30))
+    save_new(store, "e", state_of("old", ["before"]))
+    save_new(store, "f", state_of("old", ["before", "again"]), "e")
+    _CLOCK.now = _StillClock.start + timedelta(minutes=5)
+
+
+class _ReuseAnExpiredId(Operation):
+    """A new session's first turn under an id last used in the expired session: that session is deleted
+    and the id written anew."""
+
+    def act(self, face: Any) -> Any:
+        new = SessionSnapshot(snapshot_id="e", session_id="s", state=state_of("s", ["fresh"]))
+        return face.save_snapshot("e", lambda current: new if current is None else None)
+
+
 PATHS = [
     Path("staged-write", _no_setup, _StagedWrite, ("big",)),
     Path("staged-child", _one_turn, _StagedChild, ("a", "big"), every_call=False),
@@ -302,6 +335,7 @@ PATHS = [
     Path("update-replaces-parts", _pending_with_progress, _Progress, ("a", "p"), options={"chunk_bytes": 1000}),
     Path("update-after-progress", _pending_with_progress, _Update, ("a", "p")),
     Path("abort", _pending, _Abort, ("a", "p")),
+    Path("reuse-expired-id", _ids_of_an_expired_session, _ReuseAnExpiredId, ("e", "f"), options={"clock": _CLOCK}),
     # head_ids=2: the session has a member page, so the restore writes one and deletes the old one.
     Path("restore", _chat, _Restore, ("a", "b", "c"), options={"head_ids": 2}),
     Path("sweep-staged", _staged_but_never_committed, _Sweep, ("big",), staged_before=True),
