@@ -232,3 +232,64 @@ def test_service_writers_in_separate_processes_share_one_record_and_lose_no_appe
     assert service.version("shared") == 20
     owner = records[0][1]["principal"]
     assert [r.id for r in service.find_by_metadata("principal", owner).records] == ["shared"]
+
+
+def _an_hour_on() -> Any:
+    from datetime import datetime, timedelta, timezone
+
+    return datetime.now(timezone.utc) + timedelta(hours=1)
+
+
+def _reuser_process(endpoint: str, table: str, writer: int, results: Any) -> None:
+    import boto3
+
+    client = boto3.client("dynamodb", region_name="us-east-1", endpoint_url=endpoint, **CREDENTIALS)
+    store = DynamoDBSessionStore(table, client, clock=_an_hour_on)
+    if writer < 0:  # the deleter: the expired session, then everything expired
+        results.put(("deleted", store.delete_session("old") + store.delete_expired_sessions(_an_hour_on())))
+        return
+    mine = f"w{writer}"
+    new = SessionSnapshot(snapshot_id="e", session_id=mine, state=SessionState(session_id=mine))
+    saved = store.save_snapshot("e", lambda current: new if current is None else None)
+    results.put((mine, saved.session_id if saved is not None else None))
+
+
+def test_processes_reusing_an_id_of_an_expired_session_while_it_is_deleted_leave_it_in_exactly_one_session() -> None:
+    from datetime import timedelta
+
+    endpoint = server_endpoint()
+    client = make_client(endpoint)
+    table = f"reuse-{uuid.uuid4().hex[:10]}"
+    create_table(client, table)
+    setup = DynamoDBSessionStore(table, client)
+    setup.create_session("old", ttl=timedelta(seconds=30))
+    for n, snapshot_id in enumerate(("e", "f", "g")):
+        parent = ("e", "f")[n - 1] if n else None
+        setup.save_snapshot(
+            snapshot_id,
+            lambda _, i=snapshot_id, p=parent: SessionSnapshot(
+                snapshot_id=i, session_id="old", parent_id=p, state=SessionState(session_id="old")
+            ),
+        )
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    workers = [context.Process(target=_reuser_process, args=(endpoint, table, n, results)) for n in (-1, 0, 1, 2)]
+    for process in workers:
+        process.start()
+    answers = dict(results.get(timeout=120) for _ in workers)
+    for process in workers:
+        process.join(timeout=60)
+        assert process.exitcode == 0
+    winners = [mine for mine, got in answers.items() if mine != "deleted" and got is not None]
+    assert len(winners) == 1 and answers[winners[0]] == winners[0]  # one save made it; the others saw it
+    reader = DynamoDBSessionStore(table, client, clock=_an_hour_on)
+    found = reader.get_snapshot(snapshot_id="e")
+    assert found is not None and found.session_id == winners[0]
+    assert [s.snapshot_id for s in reader.list_snapshots(winners[0])] == ["e"]
+    assert reader.get_snapshot(snapshot_id="f") is None and reader.get_snapshot(snapshot_id="g") is None
+    assert reader.list_snapshots("old") == [] and reader.delete_expired_sessions(_an_hour_on()) == 0
+    items = client.scan(TableName=table)["Items"]
+    snapshot_items = sorted(i["pk"]["S"].split("\x1f")[-1] for i in items if i["pk"]["S"].startswith("\x1fn\x1f"))
+    live_heads = sorted(i["pk"]["S"].split("\x1f")[-1] for i in items if i["sk"]["S"] == "h" and "dead" not in i)
+    expiry_entries = [i for i in items if i["pk"]["S"] == "\x1fx"]
+    assert (snapshot_items, live_heads, expiry_entries) == (["e"], winners, []), items  # nothing of "old" is left
