@@ -100,4 +100,4 @@ def test_a_conformance_area_that_names_no_area_is_invalid_argument_naming_the_ar
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     code, _, err = run(capsys, "conformance", "--area", "nope")
-    assert code == 1 and err.startswith("INVALID_ARGUMENT: --area nope: no such area; the areas are ")
+    assert code == 1 and err.startswith("INVALID_ARGUMENT: --area 'nope': no such area; the areas are ")

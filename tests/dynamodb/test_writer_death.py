@@ -211,8 +211,9 @@ _REFERENCES: dict[tuple[str, str], Reference] = {}
 def _janitor(store: DynamoDBSessionStore, path: Path) -> None:
     """What the store does later without being told what a dead writer left: the session's next turn
     (when it has a leaf to resume) and the periodic ``delete_expired_sessions``, both past ``orphan_ttl``."""
-    later = datetime.now(timezone.utc) + timedelta(days=1, minutes=1)  # orphan_ttl is 1 day by default
-    after = DynamoDBSessionStore(store.table_name, store.client, clock=lambda: later, **path.options)
+    now = path.options.get("clock", lambda: datetime.now(timezone.utc))()  # the path's own time, when it has one
+    later = now + timedelta(days=1, minutes=1)  # orphan_ttl is 1 day by default
+    after = DynamoDBSessionStore(store.table_name, store.client, **{**path.options, "clock": lambda: later})
     leaf = after.get_snapshot(session_id="s")
     if leaf is not None and leaf.status is SnapshotStatus.PENDING:  # its detached turn completes
         after.save_snapshot(leaf.snapshot_id, lambda current: attrs.evolve(current, status=SnapshotStatus.COMPLETED))

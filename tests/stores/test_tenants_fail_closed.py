@@ -77,8 +77,9 @@ def test_resuming_a_tenants_session_without_a_context_is_refused_when_tenants_ar
     first = SessionResolver.resolve(store, True, AgentInit(), acme)
     assert first.session is not None
     first.session.save()
-    anonymous = SessionResolver.resolve(store, True, AgentInit(session_id=first.session.id))
-    assert anonymous.error is not None and anonymous.error.status == "INVALID_ARGUMENT"
-    assert "requires a tenant" in anonymous.error.message
+    with pytest.raises(GenkitError) as anonymous:  # the caller's mistake: raised, not a graceful failure
+        SessionResolver.resolve(store, True, AgentInit(session_id=first.session.id))
+    assert anonymous.value.status == "INVALID_ARGUMENT"
+    assert "requires a tenant" in anonymous.value.message
     again = SessionResolver.resolve(store, True, AgentInit(session_id=first.session.id), acme)
     assert again.ok and again.snapshot is not None
