@@ -7,11 +7,11 @@ them (IMPLEMENTING.md lists them):
 * an array matches element by element and must have the same length;
 * ``{"$exact": v}`` matches only a deep-equal value (no extra keys anywhere);
 * ``{"$absent": true}`` matches a missing key (or null);
-* ``{"$any": true}`` matches any present value;
+* ``{"$any": true}`` matches any present value (null is absent, as for ``$absent``);
 * ``{"$uuid": true}`` matches a UUID4 string, ``{"$timestamp": true}`` an ISO-8601 one;
 * ``{"$contains": "text"}`` matches a string containing ``text``;
 * ``{"$length": n}`` matches an array or string of length ``n``;
-* ``{"$capture": "name"}`` matches any present value and remembers it;
+* ``{"$capture": "name"}`` matches any present (non-null) value and remembers it;
 * ``{"$same": "name"}`` matches a value equal to the one captured as ``name``;
 * ``{"$notBefore": "name"}`` matches a timestamp no earlier than the captured one.
 """
@@ -130,8 +130,8 @@ def _match_token(actual: Any, token: str, arg: Any, captures: MutableMapping[str
         if actual is not _MISSING and actual is not None:
             raise Mismatch(path, f"expected no value, found {_show(actual)}")
         return
-    if actual is _MISSING:
-        raise Mismatch(path, f"expected a value ({token}), found nothing")
+    if actual is _MISSING or (actual is None and token in ("$any", "$capture")):
+        raise Mismatch(path, f"expected a value ({token}), found {'nothing' if actual is _MISSING else 'null'}")
     if token == "$exact":
         if not _equal(actual, arg):
             raise Mismatch(path, f"expected exactly {_show(arg)}, found {_show(actual)}")

@@ -7,6 +7,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from genkit_sessions_conformance.cases import CASES_DIR, CaseFormatError, load_cases, parse_case_file
@@ -50,7 +51,6 @@ def test_profile_dependent_cases_are_tagged() -> None:
 
 @pytest.mark.parametrize("path", sorted(CASES_DIR.glob("*.json")), ids=lambda p: p.name)
 def test_case_file_follows_the_schema(path: Path) -> None:
-    jsonschema = pytest.importorskip("jsonschema")
     schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
     jsonschema.Draft202012Validator.check_schema(schema)
     errors = sorted(

@@ -51,7 +51,7 @@ def test_arrays_must_have_the_same_length(items: list[int], more: int) -> None:
         match([*items, more], items)
 
 
-@given(json_values)
+@given(json_values.filter(lambda v: v is not None))
 def test_a_captured_value_is_the_same_later(value: Any) -> None:
     captures: dict[str, Any] = {}
     match({"v": value}, {"v": {"$capture": "x"}}, captures)
@@ -120,3 +120,16 @@ def test_expand_replaces_repeat_at_any_depth(text: str, count: int, path: list[s
 def test_parsed_case_files_keep_every_case_in_order(ids: list[str]) -> None:
     document = {"area": "a", "cases": [{"id": i, "rule": "S1", "description": "d", "steps": []} for i in ids]}
     assert [c.id for c in parse_case_file(document)] == ids
+
+
+@pytest.mark.parametrize("token", [{"$any": True}, {"$capture": "x"}], ids=["any", "capture"])
+@pytest.mark.parametrize("actual", [{}, {"v": None}], ids=["missing", "null"])
+def test_a_present_value_pattern_does_not_match_a_missing_or_null_value(token: dict[str, Any], actual: Any) -> None:
+    with pytest.raises(Mismatch) as raised:
+        match(actual, {"v": token})
+    assert raised.value.path == "$.v"
+
+
+@given(json_values.filter(lambda v: v is not None))
+def test_any_matches_every_non_null_value(value: Any) -> None:
+    match({"v": value}, {"v": {"$any": True}})
