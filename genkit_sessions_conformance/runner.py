@@ -323,9 +323,16 @@ def _snapshot_json(spec: Mapping[str, Any], snapshot_id: str) -> SessionSnapshot
 
 
 def _mutator(spec: Mapping[str, Any], snapshot_id: str, seen: list[Any]) -> Callable[[Any], Any]:
-    """A declarative mutator: write, update, skip, fail or incrementCustom (see IMPLEMENTING.md)."""
+    """A declarative mutator: write, update, skip, fail, incrementCustom, returns or async (see IMPLEMENTING.md)."""
+    if "async" in spec:  # a coroutine function, which S3 refuses: its call gives an awaitable, not a snapshot
 
-    def mutate(existing: SessionSnapshot | None) -> SessionSnapshot | None:
+        async def mutate_async(existing: SessionSnapshot | None) -> SessionSnapshot | None:
+            seen.append(None if existing is None else to_wire(existing))
+            return _snapshot_json(spec["async"], snapshot_id)
+
+        return mutate_async
+
+    def mutate(existing: SessionSnapshot | None) -> Any:  # Any: a "returns" mutator gives what it was told to
         seen.append(None if existing is None else to_wire(existing))
         if "write" in spec:
             return _snapshot_json(spec["write"], snapshot_id)
@@ -336,6 +343,8 @@ def _mutator(spec: Mapping[str, Any], snapshot_id: str, seen: list[Any]) -> Call
             return from_wire(SessionSnapshot, {k: v for k, v in merged.items() if v is not None})
         if spec.get("skip"):
             return None
+        if "returns" in spec:  # a value that is not a snapshot, as it is: S3 refuses it
+            return spec["returns"]
         if "fail" in spec:
             raise GenkitError(Status(spec["fail"]["status"]), str(spec["fail"].get("message", "mutator failed")))
         if "incrementCustom" in spec:

@@ -422,6 +422,13 @@ function runCodec(c) {
 // --- step cases -------------------------------------------------------------------------------------------
 
 function mutatorFor(spec, snapshotId, seen) {
+  if ('async' in spec) {
+    // an async function: its call gives a promise, not a snapshot (S3)
+    return async (current) => {
+      seen.push(current === undefined ? null : json(current));
+      return { snapshotId, ...structuredClone(spec.async) };
+    };
+  }
   return (current) => {
     seen.push(current === undefined ? null : json(current));
     if ('write' in spec) return { snapshotId, ...structuredClone(spec.write) };
@@ -431,6 +438,7 @@ function mutatorFor(spec, snapshotId, seen) {
       return Object.fromEntries(Object.entries(merged).filter(([, v]) => v !== null));
     }
     if (spec.skip) return null;
+    if ('returns' in spec) return structuredClone(spec.returns); // not a snapshot, as it is (S3)
     if ('fail' in spec) {
       throw new GenkitError({ status: spec.fail.status, message: String(spec.fail.message ?? 'mutator failed') });
     }
@@ -525,6 +533,30 @@ async function watch(c, handle, step, captures) {
   return statuses;
 }
 
+/**
+ * The refusals every restore makes (docs/contract.md, Restore), over the whole batch before any of it
+ * is planted. Genkit JS has no restore of its own, so a restore case judges the runner's planting,
+ * never Genkit.
+ */
+function checkRestorable(snapshots) {
+  const refuse = (message, reason) => {
+    const error = new GenkitError({ status: 'INVALID_ARGUMENT', message });
+    if (reason !== undefined) error.reason = reason;
+    return error;
+  };
+  for (const s of snapshots) {
+    const id = JSON.stringify(s.snapshotId);
+    if (!s.createdAt) throw refuse(`snapshot ${id} has no createdAt; a restore stamps nothing`);
+    if (s.status === 'expired') throw refuse(`snapshot ${id}: 'expired' is computed on read and never stored`);
+    const top = s.sessionId ?? null;
+    const inner = s.state?.sessionId ?? null;
+    if (top !== null && inner !== null && top !== inner) {
+      throw refuse(`snapshot ${id} names session ${JSON.stringify(top)} but its state names ${JSON.stringify(inner)}`);
+    }
+    if (top === null && inner === null) throw refuse(`snapshot ${id} has no sessionId`, 'SESSION_ID_REQUIRED');
+  }
+}
+
 async function perform(c, handle, step, captures, seen) {
   const store = handle.store;
   const context = contextFor(step.tenant);
@@ -572,6 +604,12 @@ async function perform(c, handle, step, captures, seen) {
         throw fail(c, 'a caller changed what the store holds by modifying what a read returned');
       }
       return json(again);
+    }
+    case 'restore': {
+      const snapshots = structuredClone(step.snapshots);
+      checkRestorable(snapshots);
+      await handle.kit.restore(store, snapshots, context);
+      return snapshots.length;
     }
     case 'record':
     case 'service':

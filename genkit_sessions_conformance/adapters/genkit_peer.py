@@ -22,6 +22,7 @@ from genkit_sessions.errors import GenkitError, Status
 from genkit_sessions.model.types import SessionSnapshot, SnapshotStatus
 from genkit_sessions.model.wire import from_wire, to_wire
 from genkit_sessions.stores.protocol import Context, Mutator
+from genkit_sessions.stores.write_rules import restorable
 
 __all__ = ["GenkitPeerStore"]
 
@@ -110,9 +111,15 @@ class GenkitPeerStore:
                 await closer()
 
     async def restore_snapshots(self, snapshots: Iterable[SessionSnapshot], *, context: Context = None) -> int:
-        """Plant snapshots verbatim into Genkit's dictionary (it has no tenants, so ``context`` is unused)."""
+        """Plant snapshots verbatim into Genkit's dictionary (it has no tenants, so ``context`` is unused).
+
+        Genkit's store has no restore of its own, so this one makes the refusals every restore makes
+        (docs/contract.md, Restore) over the whole batch before planting any of it: a restore case
+        judges the adapter, never Genkit.
+        """
+        batch = [restorable(snapshot)[0] for snapshot in snapshots]
         count = 0
-        for snapshot in snapshots:
+        for snapshot in batch:
             self.peer.snapshots[snapshot.snapshot_id] = self._theirs(snapshot)
             count += 1
         return count

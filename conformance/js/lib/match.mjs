@@ -121,7 +121,10 @@ function matchToken(actual, t, arg, captures, path) {
     if (!missing && actual !== null) throw new Mismatch(path, `expected no value, found ${show(actual)}`);
     return;
   }
-  if (missing) throw new Mismatch(path, `expected a value (${t}), found nothing`);
+  // null is absent, as for $absent: $any and $capture want a value
+  if (missing || (actual === null && (t === '$any' || t === '$capture'))) {
+    throw new Mismatch(path, `expected a value (${t}), found ${missing ? 'nothing' : 'null'}`);
+  }
   switch (t) {
     case '$exact':
       if (!equal(actual, arg)) throw new Mismatch(path, `expected exactly ${show(arg)}, found ${show(actual)}`);
