@@ -629,7 +629,8 @@ async def _perform(
     if op == "race":
         return await _race(case, handle, step)
     if op == "restore":
-        snapshots = [from_wire(SessionSnapshot, s) for s in step["snapshots"]]
+        # as a mutator's are: a snapshot without createdAt reaches the store (which must refuse it)
+        snapshots = [_snapshot_json(s, str(s.get("snapshotId"))) for s in step["snapshots"]]
         return await handle.call("restore_snapshots", snapshots, context=context)
     if op == "record":
         return _record_json(await handle.call("get_session_record", step["sessionId"], context=context))
