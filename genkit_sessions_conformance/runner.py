@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, MutableMapping, Sequence
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
@@ -64,6 +64,9 @@ _CODEC_TYPES: dict[str, Any] = {
     "Message": Message,
     "Part": Part,
 }
+
+
+_T = TypeVar("_T")
 
 
 class CaseFailed(Exception):
@@ -313,12 +316,26 @@ def _run_codec(case: Case) -> None:
 # --- step cases -------------------------------------------------------------------------------
 
 
+class CaseDataInvalid(CaseFailed):
+    """The case's own data (a snapshot or message it hands over) does not decode: the case, not the store, is
+    wrong, so no expectation of the step may be met by it (an expected INVALID_ARGUMENT included)."""
+
+
+def _decoded(cls: type[_T], data: Any) -> _T:
+    try:
+        return from_wire(cls, data)
+    except GenkitError as error:
+        raise CaseDataInvalid(
+            f"the case's own {cls.__name__} data does not decode ({error.message}); fix the case"
+        ) from None
+
+
 def _snapshot_json(spec: Mapping[str, Any], snapshot_id: str) -> SessionSnapshot:
     data = {"snapshotId": snapshot_id, **spec}
     stamped = "createdAt" in data
     if not stamped:
         data["createdAt"] = "1970-01-01T00:00:00Z"
-    snapshot = from_wire(SessionSnapshot, data)
+    snapshot = _decoded(SessionSnapshot, data)
     return snapshot if stamped else attrs.evolve(snapshot, created_at="")
 
 
@@ -488,7 +505,7 @@ async def _service(handle: StoreHandle, step: Mapping[str, Any]) -> Any:
         return found
 
     def messages() -> list[Message]:
-        return [from_wire(Message, m) for m in args["messages"]]
+        return [_decoded(Message, m) for m in args["messages"]]
 
     if call == "sleep":
         await asyncio.sleep(float(args["seconds"]))
@@ -560,7 +577,7 @@ async def _service(handle: StoreHandle, step: Mapping[str, Any]) -> Any:
         added = await invoke(
             "add_interaction",
             args["sessionId"],
-            None if first is None else from_wire(Message, first),
+            None if first is None else _decoded(Message, first),
             messages(),
             expected_version=args.get("expectedVersion"),
         )
@@ -695,6 +712,8 @@ async def _run_step(
     seen: list[Any] = []
     try:
         result = await _perform(case, handle, step, captures, seen)
+    except CaseDataInvalid as invalid:
+        raise _fail(case, f"{what} could not run: {invalid}") from None
     except CaseFailed:
         raise
     except Exception as error:

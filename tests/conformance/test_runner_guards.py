@@ -14,6 +14,7 @@ import pytest
 import genkit_sessions_conformance as conformance
 from genkit_sessions import GenkitError, InMemorySessionStore, Status
 from genkit_sessions.cli.main import main as genkit_sessions_main
+from genkit_sessions_conformance.cases import parse_case_file
 from genkit_sessions_conformance.cli import main
 from genkit_sessions_conformance.report import render_summary
 from genkit_sessions_conformance.rules import RULES
@@ -162,3 +163,26 @@ def test_genkit_sessions_conformance_imports_a_store_module_from_the_current_dir
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
     assert genkit_sessions_main(["conformance", "--store", "first_hour_store:make", "--area", "ids"]) == 0
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        {"op": "save", "snapshotId": "a", "mutator": {"write": {"sessionId": "s1", "status": "no-such-status"}}},
+        {"op": "restore", "snapshots": [{"snapshotId": "a", "sessionId": "s1", "state": {"messages": "not a list"}}]},
+        {"op": "service", "call": "append", "args": {"sessionId": "s1", "messages": [{"role": "user"}]}},
+    ],
+    ids=["mutator", "restore", "service"],
+)
+def test_a_case_whose_own_data_does_not_decode_fails_though_it_expects_invalid_argument(step: dict) -> None:
+    raw = {
+        "id": "x",
+        "rule": "S3",
+        "description": "d",
+        "steps": [{**step, "expect": {"raise": {"status": "INVALID_ARGUMENT"}}}],
+    }
+    (case,) = parse_case_file({"area": "store", "cases": [raw]})
+    report = asyncio.run(conformance.run_cases(InMemorySessionStore, [case]))
+    (result,) = report.results
+    assert result.outcome == "failed"
+    assert "could not run: the case's own" in result.message and "fix the case" in result.message
