@@ -174,10 +174,10 @@ class SessionResolver:
                 return _resolution(done.value, store, None, opts)
             assert store is not None
             try:
-                if type(request) is ReadLeaf:
+                if isinstance(request, ReadLeaf):
                     snapshot = store.get_snapshot(session_id=request.session_id, context=opts.context)
                 else:
-                    snapshot = _perform(store, request, opts)
+                    snapshot = store.get_snapshot(snapshot_id=request.snapshot_id, context=opts.context)
                 answer = tuple.__new__(ReadResult, (snapshot, None))  # ReadResult(snapshot), made faster
             except Exception as exc:  # R15/R16 judge it
                 answer = ReadResult(error=exc)
@@ -204,12 +204,6 @@ class SessionResolver:
                 answer = ReadResult(snapshot=snapshot)
             except Exception as exc:  # R15/R16 judge it
                 answer = ReadResult(error=exc)
-
-
-def _perform(store: SessionStore, request: ReadSnapshot | ReadLeaf, opts: SessionStoreOptions) -> Any:
-    if isinstance(request, ReadSnapshot):
-        return store.get_snapshot(snapshot_id=request.snapshot_id, context=opts.context)
-    return store.get_snapshot(session_id=request.session_id, context=opts.context)
 
 
 async def _aperform(store: AsyncSessionStore, request: ReadSnapshot | ReadLeaf, opts: SessionStoreOptions) -> Any:
