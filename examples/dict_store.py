@@ -111,12 +111,15 @@ class DictSessionStore:
         return heartbeat_through(functools.partial(self.save_snapshot, context=context), snapshot_id, self._now())
 
     def restore_snapshots(self, snapshots: Iterable[SessionSnapshot], *, context: Context = None) -> int:
-        """Verbatim writes for imports and fixtures: no stamping, no S5-S7 checks; how many were written."""
+        """Verbatim writes for imports and fixtures: no stamping, no S5-S7 checks; how many were written.
+
+        Every snapshot is checked before any is written, so a refused one leaves the store as it was.
+        """
         tenant = self._tenant(context)
+        batch = [restorable(snapshot) for snapshot in snapshots]
         written = 0
         with self._lock:
-            for snapshot in snapshots:
-                restored, session_id = restorable(snapshot)
+            for restored, session_id in batch:
                 key = (tenant, restored.snapshot_id)
                 if key not in self._snapshots:
                     self._sessions.setdefault((tenant, session_id), []).append(restored.snapshot_id)
