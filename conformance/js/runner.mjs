@@ -535,8 +535,8 @@ async function watch(c, handle, step, captures) {
 
 /**
  * The refusals every restore makes (docs/contract.md, Restore), over the whole batch before any of it
- * is planted. Genkit JS has no restore of its own, so a restore case judges the runner's planting,
- * never Genkit.
+ * is planted by a built-in kit. Genkit JS has no restore of its own, so a restore case on a built-in
+ * store judges the runner's planting, never Genkit; a store module's exported restore is judged as is.
  */
 function checkRestorable(snapshots) {
   const refuse = (message, reason) => {
@@ -607,7 +607,7 @@ async function perform(c, handle, step, captures, seen) {
     }
     case 'restore': {
       const snapshots = structuredClone(step.snapshots);
-      checkRestorable(snapshots);
+      if (handle.kit.plants) checkRestorable(snapshots); // a store module's own restore makes its refusals itself
       await handle.kit.restore(store, snapshots, context);
       return snapshots.length;
     }

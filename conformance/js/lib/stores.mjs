@@ -51,6 +51,7 @@ export const BUILT_IN = {
     description: "@genkit-ai/ai's InMemorySessionStore",
     make: () => new InMemorySessionStore(),
     // InMemorySessionStore has no import call: plant the snapshots in its map, as the peer adapter does.
+    plants: true, // restore is the runner's own planting, not a store call
     restore: (store, snapshots) => {
       for (const snapshot of snapshots) store.snapshots.set(snapshot.snapshotId, structuredClone(snapshot));
     },
@@ -59,6 +60,7 @@ export const BUILT_IN = {
     name: 'file',
     description: "@genkit-ai/ai's FileSessionStore (default options: one directory for every caller)",
     make: () => new FileSessionStore(tempDir()),
+    plants: true, // restore is the runner's own planting, not a store call
     restore: fileRestore(() => 'global'),
     close: (store) => fs.rmSync(store.dirPath, { recursive: true, force: true }),
   },
@@ -67,6 +69,7 @@ export const BUILT_IN = {
     description:
       "@genkit-ai/ai's FileSessionStore with snapshotPathPrefix taken from the request context's tenant",
     make: () => new FileSessionStore(tempDir(), { snapshotPathPrefix: tenantPrefix }),
+    plants: true, // restore is the runner's own planting, not a store call
     restore: fileRestore(tenantPrefix),
     close: (store) => fs.rmSync(store.dirPath, { recursive: true, force: true }),
   },
