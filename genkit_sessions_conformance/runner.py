@@ -42,6 +42,7 @@ from genkit_sessions_conformance.match import Mismatch, match
 from genkit_sessions_conformance.store_handle import (
     StoreHandle,
     context_for,
+    context_of,
     detect_capabilities,
     open_store,
     with_fault,
@@ -238,7 +239,7 @@ async def _run_resolve(case: Case, handle: StoreHandle, profile: str, capabiliti
         store = with_fault(handle, spec["fault"])
     now = parse_timestamp(spec.get("now", "2026-01-01T00:00:00Z"))
     opts = SessionStoreOptions(
-        context=context_for(spec.get("tenant")),
+        context=context_of(spec),
         state_validator=_validator(spec.get("validator")),
         resume_policy=profile,
         heartbeat_timeout=timedelta(seconds=float(spec.get("heartbeatTimeoutSeconds", 60))),
@@ -418,7 +419,7 @@ def _tamper(value: Any, depth: int = 0) -> None:
 async def _watch(
     case: Case, handle: StoreHandle, step: Mapping[str, Any], captures: MutableMapping[str, Any]
 ) -> list[str]:
-    context = context_for(step.get("tenant"))
+    context = context_of(step)
     stream: Any = handle.store.watch_status(step["snapshotId"], context=context)
     if not hasattr(stream, "__anext__"):
         stream = await stream
@@ -449,7 +450,7 @@ async def _watch(
 
 async def _concurrent_saves(handle: StoreHandle, step: Mapping[str, Any]) -> Any:
     count = int(step["count"])
-    context = context_for(step.get("tenant"))
+    context = context_of(step)
     snapshot_id = step["snapshotId"]
 
     def mutator() -> Callable[[Any], Any]:
@@ -491,7 +492,7 @@ async def _service(handle: StoreHandle, step: Mapping[str, Any]) -> Any:
     """One call of the session service (contract section 6) on the store; the answer as plain JSON."""
     call = step["call"]
     args = dict(step.get("args", {}))
-    context = context_for(step.get("tenant"))
+    context = context_of(step)
     service: Any = AsyncSessionService(handle.store) if handle.is_async else SessionService(handle.store)
 
     async def invoke(method: str, *positional: Any, **keywords: Any) -> Any:
@@ -622,7 +623,7 @@ async def _perform(
     case: Case, handle: StoreHandle, step: Mapping[str, Any], captures: MutableMapping[str, Any], seen: list[Any]
 ) -> Any:
     op = step["op"]
-    context = context_for(step.get("tenant"))
+    context = context_of(step)
     if op == "get":
         kwargs = {k: step[v] for k, v in (("snapshot_id", "snapshotId"), ("session_id", "sessionId")) if v in step}
         return await handle.call("get_snapshot", context=context, **kwargs)
@@ -688,7 +689,7 @@ async def _race(case: Case, handle: StoreHandle, step: Mapping[str, Any]) -> Non
         handle,
         step,
         seed_groups(case.data.get("given") or {}, context_for),
-        context_for(step.get("tenant")),
+        context_of(step),
         bool(handle.capabilities.get("records")),
         opener,
     )

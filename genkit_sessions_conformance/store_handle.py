@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from genkit_sessions.errors import GenkitError, Status
 from genkit_sessions.model.types import SessionSnapshot
@@ -21,6 +21,7 @@ __all__ = [
     "METHOD_CAPABILITIES",
     "StoreHandle",
     "context_for",
+    "context_of",
     "detect_capabilities",
     "fault_error",
     "is_store",
@@ -35,6 +36,14 @@ METHOD_CAPABILITIES: dict[str, str] = {name: method for name, method in CAPABILI
 def context_for(tenant: str | None) -> Context:
     """The request context a case's tenant stands for (None for the default tenant)."""
     return None if tenant is None else {"tenant": tenant}
+
+
+def context_of(spec: Mapping[str, Any]) -> Context:
+    """The request context of a case's step or resolve spec: its raw ``context`` when it has one (to
+    hand a store a context it must refuse), else the one its ``tenant`` stands for."""
+    if "context" in spec:
+        return cast(Context, spec["context"])
+    return context_for(spec.get("tenant"))
 
 
 class StoreHandle:

@@ -214,6 +214,8 @@ async function runTurn(agent, init, context) {
 // --- stores -----------------------------------------------------------------------------------------------
 
 const contextFor = (tenant) => (tenant === undefined || tenant === null ? undefined : { tenant });
+// a step's or resolve spec's raw context when it has one (one a store must refuse), else its tenant's
+const contextOf = (spec) => ('context' in spec ? structuredClone(spec.context) : contextFor(spec.tenant));
 
 function faultError(fault) {
   const message = String(fault.message ?? 'injected store failure');
@@ -365,7 +367,7 @@ async function runResolve(c, handle, capabilities) {
   let output;
   let thrown = null;
   try {
-    output = await runTurn(agent, init === null ? undefined : structuredClone(init), contextFor(spec.tenant));
+    output = await runTurn(agent, init === null ? undefined : structuredClone(init), contextOf(spec));
   } catch (e) {
     thrown = e;
   }
@@ -480,7 +482,7 @@ function tamper(value, depth = 0) {
 
 async function watch(c, handle, step, captures) {
   const store = handle.store;
-  const context = contextFor(step.tenant);
+  const context = contextOf(step);
   const statuses = [];
   const queue = [];
   let wake = null;
@@ -559,7 +561,7 @@ function checkRestorable(snapshots) {
 
 async function perform(c, handle, step, captures, seen) {
   const store = handle.store;
-  const context = contextFor(step.tenant);
+  const context = contextOf(step);
   switch (step.op) {
     case 'get': {
       const opts = { context };
