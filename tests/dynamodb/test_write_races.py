@@ -28,6 +28,7 @@ from genkit_sessions import (
     Status,
 )
 from genkit_sessions.dynamodb import DynamoDBSessionStore
+from genkit_sessions.stores.protocol import CallOptions
 from tests.dynamodb.helpers import (
     cold,
     left_behind,
@@ -374,3 +375,30 @@ def test_a_mutator_guessed_on_an_absent_snapshot_is_judged_on_the_real_one_befor
     other = cold(store)  # instance B, which never read g-1
     assert other.save_snapshot("g-1", _write_only_when_absent) is None
     assert cold(store).get_snapshot(snapshot_id="g-1") == written
+
+
+# --- compare-and-set: a write landing between the save's read and its commit -------------------------
+
+
+@pytest.mark.parametrize("session_holds", ["nothing yet", "one snapshot"])
+def test_a_save_expecting_a_version_loses_to_a_write_landing_between_its_read_and_its_commit(
+    make_dynamo: StoreFactory, session_holds: str
+) -> None:
+    store = make_dynamo()
+    parent, expected = (None, 0) if session_holds == "nothing yet" else ("r", 1)
+    if parent is not None:
+        save_new(store, "r", state_of("s", ["r"]))
+    writer = twin(store)
+    # The other writer's snapshot lands after this save read the session's head, before its commit.
+    race = _before_first("TransactWriteItems", lambda: save_new(writer, "b", state_of("s", ["b"]), parent_id=parent))
+    guard_of(store).faults.append(race)
+    mine = SessionSnapshot(snapshot_id="a", session_id="s", parent_id=parent, state=state_of("s", ["a"]))
+    outcome = _outcome(lambda: store.save_snapshot("a", lambda _: mine, options=CallOptions(expected_version=expected)))
+    guard_of(store).faults.clear()
+    assert len(race.results) == 1, "the other write did not run between the read and the commit"  # type: ignore[attr-defined]
+    assert isinstance(outcome, GenkitError) and outcome.reason == "VERSION_CONFLICT", outcome
+    assert outcome.status is Status.ABORTED
+    reader = cold(store)
+    assert reader.get_snapshot(snapshot_id="a") is None
+    assert reader.get_snapshot(session_id="s").snapshot_id == "b"  # type: ignore[union-attr]
+    assert reader.get_session_record("s").version == expected + 1  # type: ignore[union-attr]

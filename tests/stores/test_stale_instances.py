@@ -261,3 +261,24 @@ def test_a_first_save_on_an_expected_version_above_zero_is_a_version_conflict_af
         store.save_snapshot("a", lambda _: snapshot, options=CallOptions(expected_version=1))
     assert caught.value.status is Status.ABORTED and caught.value.reason == "VERSION_CONFLICT"
     assert store.get_snapshot(snapshot_id="a") is None
+
+
+@pytest.mark.parametrize("after", ["a root", "a child"])
+def test_a_save_expecting_the_version_it_read_is_a_version_conflict_once_another_instance_wrote(
+    make_store: StoreFactory, after: str
+) -> None:
+    store = make_store()
+    expected = 0
+    if after == "a child":
+        _new(store, "r", "s", ["r"])
+        expected = 1
+    assert (store.get_snapshot(session_id="s") is None) == (after == "a root")  # A now knows the session
+    other = _other(store)
+    parent = "r" if after == "a child" else None
+    _new(other, "b", "s", ["b"], parent=parent)  # B moves the version on
+    mine = SessionSnapshot(snapshot_id="a", session_id="s", parent_id=parent, state=_state("s", ["a"]))
+    with pytest.raises(GenkitError) as caught:
+        store.save_snapshot("a", lambda _: mine, options=CallOptions(expected_version=expected))
+    assert caught.value.status is Status.ABORTED and caught.value.reason == "VERSION_CONFLICT"
+    assert store.get_snapshot(snapshot_id="a") is None
+    assert _other(store).get_snapshot(session_id="s").snapshot_id == "b"  # type: ignore[union-attr]
