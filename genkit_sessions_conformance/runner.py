@@ -331,8 +331,9 @@ def _decoded(cls: type[_T], data: Any) -> _T:
         ) from None
 
 
-def _snapshot_json(spec: Mapping[str, Any], snapshot_id: str) -> SessionSnapshot:
-    data = {"snapshotId": snapshot_id, **spec}
+def _snapshot_json(spec: Mapping[str, Any], snapshot_id: str | None = None) -> SessionSnapshot:
+    """A case's snapshot JSON decoded, ``snapshot_id`` filling a missing id; no ``createdAt`` stays none given."""
+    data = dict(spec) if snapshot_id is None else {"snapshotId": snapshot_id, **spec}
     stamped = "createdAt" in data
     if not stamped:
         data["createdAt"] = "1970-01-01T00:00:00Z"
@@ -358,7 +359,7 @@ def _mutator(spec: Mapping[str, Any], snapshot_id: str, seen: list[Any]) -> Call
             if existing is None:
                 return None
             merged = {**to_wire(existing), **spec["update"]}
-            return from_wire(SessionSnapshot, {k: v for k, v in merged.items() if v is not None})
+            return _decoded(SessionSnapshot, {k: v for k, v in merged.items() if v is not None})
         if spec.get("skip"):
             return None
         if "returns" in spec:  # a value that is not a snapshot, as it is: S3 refuses it
@@ -648,7 +649,7 @@ async def _perform(
         return await _race(case, handle, step)
     if op == "restore":
         # as a mutator's are: a snapshot without createdAt reaches the store (which must refuse it)
-        snapshots = [_snapshot_json(s, str(s.get("snapshotId"))) for s in step["snapshots"]]
+        snapshots = [_snapshot_json(s) for s in step["snapshots"]]
         return await handle.call("restore_snapshots", snapshots, context=context)
     if op == "record":
         return _record_json(await handle.call("get_session_record", step["sessionId"], context=context))

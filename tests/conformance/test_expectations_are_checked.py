@@ -29,9 +29,14 @@ STATUSES = ("NOT_FOUND", "FAILED_PRECONDITION", "INVALID_ARGUMENT", "ALREADY_EXI
 Path_ = tuple[Any, ...]
 
 
+def _is_token(value: Any) -> bool:
+    """A matcher token (``{"$any": true}`` and the like): one leaf, never walked into."""
+    return isinstance(value, dict) and len(value) == 1 and next(iter(value)).startswith("$")
+
+
 def _changes(value: Any) -> Iterator[Any]:
     """What a slip could turn ``value`` into: each is a different expectation, never a weaker token."""
-    if isinstance(value, dict) and len(value) == 1 and next(iter(value)).startswith("$"):
+    if _is_token(value):
         token, argument = next(iter(value.items()))
         swaps = {"$absent": {"$any": True}, "$any": {"$absent": True}, "$uuid": "not-it", "$timestamp": "not-it"}
         if token in swaps:
@@ -61,7 +66,7 @@ def _changes(value: Any) -> Iterator[Any]:
 
 def _leaves(node: Any, path: Path_) -> Iterator[tuple[Path_, Any]]:
     yield path, node
-    if isinstance(node, dict) and not (len(node) == 1 and next(iter(node)).startswith("$")):
+    if isinstance(node, dict) and not _is_token(node):
         for key, value in node.items():
             yield from _leaves(value, (*path, key))
     elif isinstance(node, list):
