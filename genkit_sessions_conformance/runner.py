@@ -534,7 +534,7 @@ async def _service(handle: StoreHandle, step: Mapping[str, Any]) -> Any:
         return _record_json(await invoke("find_by_id", args["sessionId"]))
     if call == "findByMetadata":
         pages: list[list[str]] = []
-        token: str | None = None
+        token: str | None = args.get("pageToken")
         while True:
             page = await invoke(
                 "find_by_metadata", args["name"], args["value"], limit=args.get("limit", 100), page_token=token
