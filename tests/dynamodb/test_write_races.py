@@ -337,8 +337,16 @@ LARGE_RECORD_WRITES = {
     ),
     "abort": lambda store: store.abort_snapshot("p"),
     "heartbeat": lambda store: store.heartbeat("p"),
+    "progress": lambda store: store.save_snapshot(  # a state change: its blob must not go into the item
+        "p", lambda current: attrs.evolve(current, state=_with_progress(current.state)) if current else None
+    ),
 }
-LARGE_RECORD_STATUS = {"complete": "completed", "abort": "aborted", "heartbeat": "pending"}
+LARGE_RECORD_STATUS = {"complete": "completed", "abort": "aborted", "heartbeat": "pending", "progress": "pending"}
+
+
+def _with_progress(state: SessionState | None) -> SessionState:
+    assert state is not None
+    return attrs.evolve(state, messages=(*state.message_list, Message.of_text("model", noise(random.Random(8), 9_000))))
 
 
 @pytest.mark.parametrize("write", list(LARGE_RECORD_WRITES))
@@ -350,7 +358,8 @@ def test_a_pending_snapshot_with_a_record_just_under_the_limit_can_still_be_comp
     LARGE_RECORD_WRITES[write](store)
     stored = cold(store).get_snapshot(snapshot_id="p")
     assert stored is not None and stored.effective_status.value == LARGE_RECORD_STATUS[write]
-    assert stored.state == pending.state and stored.error == pending.error
+    expected = _with_progress(pending.state) if write == "progress" else pending.state
+    assert stored.state == expected and stored.error == pending.error
 
 
 # --- 7. a guess that the snapshot is absent -------------------------------------------------------
