@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import attrs
@@ -411,3 +411,100 @@ def test_a_save_expecting_a_version_loses_to_a_write_landing_between_its_read_an
     assert reader.get_snapshot(snapshot_id="a") is None
     assert reader.get_snapshot(session_id="s").snapshot_id == "b"  # type: ignore[union-attr]
     assert reader.get_session_record("s").version == expected + 1  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("change", ["status", "state"])
+def test_a_change_expecting_a_version_loses_to_a_write_landing_between_its_read_and_its_commit(
+    make_dynamo: StoreFactory, change: str
+) -> None:
+    store = make_dynamo()
+    save_new(store, "p", state_of("s", ["p"]), status=SnapshotStatus.PENDING)
+    writer = twin(store)
+    race = _before_first("TransactWriteItems", lambda: save_new(writer, "b", state_of("s", ["b"]), parent_id="p"))
+    guard_of(store).faults.append(race)
+
+    def finish(current: SessionSnapshot | None) -> SessionSnapshot | None:
+        if current is None:
+            return None
+        if change == "status":
+            return attrs.evolve(current, status=SnapshotStatus.COMPLETED)
+        return attrs.evolve(current, state=state_of("s", ["p", "more"]))
+
+    outcome = _outcome(lambda: store.save_snapshot("p", finish, options=CallOptions(expected_version=1)))
+    guard_of(store).faults.clear()
+    assert len(race.results) == 1, "the other write did not run between the read and the commit"  # type: ignore[attr-defined]
+    assert isinstance(outcome, GenkitError) and outcome.reason == "VERSION_CONFLICT", outcome
+    assert outcome.status is Status.ABORTED
+    reader = cold(store)
+    stored = reader.get_snapshot(snapshot_id="p")
+    assert stored is not None and stored.status is SnapshotStatus.PENDING and stored.state == state_of("s", ["p"])
+    assert reader.get_session_record("s").version == 2  # type: ignore[union-attr]
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = datetime(2030, 1, 1, tzinfo=timezone.utc)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def _finish_reason(current: SessionSnapshot | None) -> SessionSnapshot | None:
+    """A change of neither state nor status: the session's version does not move."""
+    return attrs.evolve(current, finish_reason="stop") if current is not None else None
+
+
+def test_a_change_to_a_snapshot_whose_session_expired_after_it_was_read_sees_it_absent_like_memory(
+    make_dynamo: StoreFactory,
+) -> None:
+    clocks = (_Clock(), _Clock())
+    memory = InMemorySessionStore(clock=clocks[0])
+    store = make_dynamo(clock=clocks[1])
+    for each in (memory, store):
+        each.create_session("s", ttl=timedelta(minutes=5))
+        save_new(each, "p", state_of("s", ["p"]))  # type: ignore[arg-type]
+        assert each.get_snapshot(snapshot_id="p") is not None  # read while the session is alive
+    for clock in clocks:
+        clock.now += timedelta(minutes=10)
+    assert memory.save_snapshot("p", _finish_reason) is None  # the reference: expired reads as absent
+    assert store.save_snapshot("p", _finish_reason) is None
+    assert cold(store, clock=clocks[1]).get_snapshot(snapshot_id="p") is None
+    assert left_behind(store) == [], "the expired session the write found is deleted before it is judged again"
+
+
+def test_a_change_to_a_snapshot_whose_session_is_deleted_between_its_read_and_its_commit_writes_nothing(
+    make_dynamo: StoreFactory,
+) -> None:
+    store = make_dynamo()
+    save_new(store, "p", state_of("s", ["p"]), status=SnapshotStatus.PENDING)
+    assert store.get_snapshot(snapshot_id="p") is not None
+    other = twin(store)
+    race = _before_first("TransactWriteItems", lambda: other.delete_session("s"))
+    guard_of(store).faults.append(race)
+    outcome = _outcome(
+        lambda: store.save_snapshot("p", lambda c: attrs.evolve(c, status=SnapshotStatus.COMPLETED) if c else None)
+    )
+    guard_of(store).faults.clear()
+    assert len(race.results) == 1  # type: ignore[attr-defined]
+    assert outcome is None or (isinstance(outcome, GenkitError) and outcome.status is Status.FAILED_PRECONDITION)
+    assert left_behind(store) == [], "no snapshot item may outlive its session's deletion"
+
+
+@pytest.mark.parametrize("expected", [0, 1, 7])
+def test_a_child_of_a_missing_parent_expecting_a_version_is_judged_on_the_version_first_like_memory(
+    make_dynamo: StoreFactory, expected: int
+) -> None:
+    outcomes = []
+    for store in (InMemorySessionStore(), make_dynamo()):
+        save_new(store, "r", state_of("s", ["r"]))  # type: ignore[arg-type]  # the session is at version 1
+        orphan = SessionSnapshot(snapshot_id="c", session_id="s", parent_id="missing", state=state_of("s", ["c"]))
+        with pytest.raises(GenkitError) as raised:
+            store.save_snapshot("c", lambda _, o=orphan: o, options=CallOptions(expected_version=expected))
+        outcome = raised.value
+        outcomes.append((outcome.status, outcome.reason))
+        assert store.get_snapshot(snapshot_id="c") is None
+    assert outcomes[0] == outcomes[1]
+    if expected == 1:
+        assert outcomes[1][0] is Status.INVALID_ARGUMENT  # the version holds: S7 refuses the missing parent
+    else:
+        assert outcomes[1] == (Status.ABORTED, "VERSION_CONFLICT")
