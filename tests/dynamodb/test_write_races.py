@@ -337,16 +337,27 @@ LARGE_RECORD_WRITES = {
     ),
     "abort": lambda store: store.abort_snapshot("p"),
     "heartbeat": lambda store: store.heartbeat("p"),
-    "progress": lambda store: store.save_snapshot(  # a state change: its blob must not go into the item
-        "p", lambda current: attrs.evolve(current, state=_with_progress(current.state)) if current else None
+    # state changes: a small one's blob fits beside the record, a large one's (one part) must go outside it
+    "progress": lambda store: store.save_snapshot(
+        "p", lambda current: attrs.evolve(current, state=_with_progress(current.state, 9_000)) if current else None
+    ),
+    "large-progress": lambda store: store.save_snapshot(
+        "p", lambda current: attrs.evolve(current, state=_with_progress(current.state, 250_000)) if current else None
     ),
 }
-LARGE_RECORD_STATUS = {"complete": "completed", "abort": "aborted", "heartbeat": "pending", "progress": "pending"}
+LARGE_RECORD_STATUS = {
+    "complete": "completed",
+    "abort": "aborted",
+    "heartbeat": "pending",
+    "progress": "pending",
+    "large-progress": "pending",
+}
+PROGRESS = {"progress": 9_000, "large-progress": 250_000}
 
 
-def _with_progress(state: SessionState | None) -> SessionState:
+def _with_progress(state: SessionState | None, size: int) -> SessionState:
     assert state is not None
-    return attrs.evolve(state, messages=(*state.message_list, Message.of_text("model", noise(random.Random(8), 9_000))))
+    return attrs.evolve(state, messages=(*state.message_list, Message.of_text("model", noise(random.Random(8), size))))
 
 
 @pytest.mark.parametrize("write", list(LARGE_RECORD_WRITES))
@@ -358,7 +369,7 @@ def test_a_pending_snapshot_with_a_record_just_under_the_limit_can_still_be_comp
     LARGE_RECORD_WRITES[write](store)
     stored = cold(store).get_snapshot(snapshot_id="p")
     assert stored is not None and stored.effective_status.value == LARGE_RECORD_STATUS[write]
-    expected = _with_progress(pending.state) if write == "progress" else pending.state
+    expected = _with_progress(pending.state, PROGRESS[write]) if write in PROGRESS else pending.state
     assert stored.state == expected and stored.error == pending.error
 
 
@@ -508,3 +519,30 @@ def test_a_child_of_a_missing_parent_expecting_a_version_is_judged_on_the_versio
         assert outcomes[1][0] is Status.INVALID_ARGUMENT  # the version holds: S7 refuses the missing parent
     else:
         assert outcomes[1] == (Status.ABORTED, "VERSION_CONFLICT")
+
+
+@pytest.mark.parametrize("change", ["status", "state"])
+def test_a_change_racing_a_new_turn_of_its_session_retries_on_the_moved_head_and_keeps_the_turn(
+    make_dynamo: StoreFactory, change: str
+) -> None:
+    store = make_dynamo()
+    save_new(store, "p", state_of("s", ["p"]), status=SnapshotStatus.PENDING)
+    writer = twin(store)
+    race = _before_first("TransactWriteItems", lambda: save_new(writer, "b", state_of("s", ["b"]), parent_id="p"))
+    guard_of(store).faults.append(race)
+
+    def finish(current: SessionSnapshot | None) -> SessionSnapshot | None:
+        if current is None:
+            return None
+        if change == "status":
+            return attrs.evolve(current, status=SnapshotStatus.COMPLETED)
+        return attrs.evolve(current, state=state_of("s", ["p", "more"]))
+
+    saved = store.save_snapshot("p", finish)
+    guard_of(store).faults.clear()
+    assert len(race.results) == 1  # type: ignore[attr-defined]
+    assert saved is not None
+    reader = cold(store)
+    assert reader.get_snapshot(snapshot_id="p") == saved
+    assert [s.snapshot_id for s in reader.list_snapshots("s")] == ["p", "b"], "the racing turn is kept"
+    assert reader.get_session_record("s").version == 3  # type: ignore[union-attr]
