@@ -549,3 +549,25 @@ def test_the_snapshot_that_commits_last_is_the_leaf_even_when_stamped_before_one
     assert leaf is not None and leaf.snapshot_id == "a"  # the commit order decides (S8), not createdAt
     record = cold(store).get_session_record("s")
     assert record is not None and record.leaf_id == "a" and record.version == 3
+
+
+def test_progress_replacing_an_update_blob_in_parts_deletes_the_old_parts_in_the_same_transaction(
+    make_dynamo: StoreFactory,
+) -> None:
+    store = make_dynamo(chunk_bytes=1000)
+    store.save_snapshot("p", lambda _: SessionSnapshot(snapshot_id="p", session_id="s", status="pending"))
+    guard = guard_of(store)
+    names: list[set[str]] = []
+    for step in range(3):
+        progress = state_of("s", ["hello", "working", noise(random.Random(20 + step), 3_000)])
+        guard.reset()
+        saved = store.save_snapshot("p", lambda c, s=progress: attrs.evolve(c, state=s) if c else None)
+        assert saved is not None and saved.state == progress
+        # the new parts, the snapshot, the head and the old parts' deletion in one write; then the read hint
+        assert dict(guard.calls) == {"TransactWriteItems": 1, "UpdateItem": 1}
+        parts = [i["sk"]["S"] for i in scan(store) if i["sk"]["S"].startswith("b\x1f")]
+        names.append({sk.split("\x1f")[2] for sk in parts})
+        assert len(names[-1]) == 1, f"only the current update blob's parts are kept: {sorted(parts)}"
+        assert len(parts) > 1, "the blob is stored in parts (chunk_bytes=1000)"
+    assert len(names[0] | names[1] | names[2]) == 3, "each change wrote a new update blob"
+    assert cold(store).get_snapshot(snapshot_id="p").state == progress  # type: ignore[union-attr]
