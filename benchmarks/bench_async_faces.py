@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_async_faces.py [--sessions 1000] [--rounds 3] [--faces offloaded,native]
         [--latency 0.010] [--moto-rollback keyed|stock] [--message-bytes 200] [--no-debug-pass]
+        [--long-chat 1000] [--long-message-bytes 1000]
 
 N sessions are seeded with one completed turn each (through the sync store,
 8 threads, no latency, not timed). Then N turns start at once, one per
@@ -46,7 +47,15 @@ the same sessions runs in asyncio debug mode with
 is not timed). When a tenth of the turns have finished, the debug pass also
 counts the objects the collector tracks (a full collection visits each of
 them), against the count before the turns started, and times one full
-collection. The program prints tables; it asserts nothing.
+collection.
+
+Long histories (``--long-chat TURNS``, 0 to skip): the concurrent turns above carry two short messages
+each, so they never show what a long chat costs the loop. Then each face plays one chat of TURNS
+turns (two distinct ~``--long-message-bytes`` messages each, as in ``bench_dynamodb``), one turn at a
+time, each turn on a new store (one client shared, as in a server process), so every turn's resume
+reads and decodes the whole history from the table, as a turn that lands on another server would;
+every callback is timed as above, and the largest (with and without the collector's CPU), the count
+over 5 ms and the resume times at the last turns are printed. The program prints tables; it asserts nothing.
 """
 
 from __future__ import annotations
@@ -175,7 +184,19 @@ Local = LocalDynamoDB | DynamoDBElsewhere
 
 
 STORE_OPTIONS: dict[str, Any] = {}  # --cache-size
-COLLECTOR = {"on": True}  # --collector
+COLLECTOR = {"on": True, "freeze": False}  # --collector, --freeze
+
+
+def _after_start_up() -> None:
+    """With ``--freeze``: what a server process can do once started (clients open, modules imported), so a
+    full collection visits only what its requests made: collect, then move every object the collector
+    tracks into its permanent generation (``gc.freeze``; botocore's service models alone are ~50,000
+    objects)."""
+    if COLLECTOR["freeze"]:
+        import gc
+
+        gc.collect()
+        gc.freeze()
 
 
 @contextlib.contextmanager
@@ -502,6 +523,7 @@ async def _one_pass(name: str, ddb: Local, table: str, work: Workload, debug: bo
     opener = getattr(face, "__aenter__", None)
     if opener is not None:  # as an application does at start-up: open the face's client before serving turns
         await opener()
+    _after_start_up()
     overshoots: list[float] = []
     done = asyncio.Event()
 
@@ -583,6 +605,114 @@ async def _one_pass(name: str, ddb: Local, table: str, work: Workload, debug: bo
     return result
 
 
+# --- a long chat, one turn at a time -------------------------------------------------------------
+
+
+@dataclass
+class LongChat:
+    face: str
+    turns: int
+    cpu_worst: float = 0.0
+    cpu_worst_handle: str = ""
+    cpu_over: int = 0
+    cpu_worst_without_gc: float = 0.0
+    cpu_worst_without_gc_handle: str = ""
+    cpu_over_without_gc: int = 0
+    last_resumes: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def long_chat(name: str, ddb: Local, turns: int, size: int, seed: int) -> LongChat:
+    """One chat of ``turns`` turns through face ``name``, every callback timed (module docstring)."""
+    table = f"long-{uuid.uuid4().hex[:10]}"
+    admin = ddb.client()
+    create_table(admin, table)
+    ddb.latency = 0.0
+    try:
+        return asyncio.run(_long_chat(name, ddb, table, turns, size, seed))
+    finally:
+        admin.delete_table(TableName=table)
+
+
+@contextlib.asynccontextmanager
+async def _cold_faces(name: str, ddb: Local, table: str) -> Any:
+    """A maker of faces on new stores (nothing cached: each turn reads its history from the table) that
+    share one client, as the stores of one server process would."""
+    client = ddb.client(retries={"mode": "standard", "total_max_attempts": 6})
+    if name == "offloaded":
+        with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+            yield lambda: DynamoDBSessionStore(table, client, executor=pool).aio
+        return
+    from aiobotocore.config import AioConfig  # type: ignore[import-not-found, import-untyped, unused-ignore]
+    from aiobotocore.session import get_session  # type: ignore[import-not-found, import-untyped, unused-ignore]
+
+    config = AioConfig(retries={"mode": "standard", "total_max_attempts": 6})
+    opening = get_session().create_client(
+        "dynamodb", region_name="us-east-1", endpoint_url=client.meta.endpoint_url, config=config
+    )
+    async with opening as shared:
+        yield lambda: DynamoDBSessionStore(table, client, aio_client=shared).aio
+
+
+async def _long_chat(name: str, ddb: Local, table: str, turns: int, size: int, seed: int) -> LongChat:
+    rng = random.Random(seed)
+    result = LongChat(name, turns)
+    session_id = f"long-{uuid.uuid4().hex[:8]}"
+    clocking = CallbackCPU()
+    async with _cold_faces(name, ddb, table) as cold_face:
+        _after_start_up()
+        with clocking.installed():
+            for number in range(1, turns + 1):
+                face = cold_face()
+                started = time.perf_counter()
+                resolution = await SessionResolver.aresolve(face, True, AgentInit(session_id=session_id))
+                resumed = time.perf_counter() - started
+                if not resolution.ok:
+                    result.errors.append(f"turn {number}: {resolution.error}")
+                    break
+                if number > turns - 10:
+                    result.last_resumes.append(resumed)
+                session = resolution.session
+                session.add_messages(
+                    Message.of_text("user", text(rng, f"[{session_id} user {number}]", size)),
+                    Message.of_text("model", text(rng, f"[{session_id} model {number}]", size)),
+                )
+                await session.asave(finish_reason="stop")
+    result.cpu_worst, result.cpu_worst_handle, result.cpu_over = clocking.worst, clocking.worst_handle, clocking.over
+    result.cpu_worst_without_gc = clocking.worst_without_gc
+    result.cpu_worst_without_gc_handle = clocking.worst_without_gc_handle
+    result.cpu_over_without_gc = clocking.over_without_gc
+    return result
+
+
+def summarise_long(chats: list[LongChat], size: int) -> None:
+    if not chats:
+        return
+    turns = chats[0].turns
+    print(
+        f"one chat of {turns} turns (two ~{size} B messages each), a turn at a time, cache_size=0 (every resume cold)"
+    )
+    rows: list[tuple[str, Callable[[LongChat], str]]] = [
+        ("callbacks over 5 ms of the loop thread's CPU", lambda c: f"{c.cpu_over}"),
+        ("largest CPU of one callback (ms)", lambda c: f"{c.cpu_worst * 1e3:.2f}"),
+        ("  over 5 ms, the collector's CPU taken out", lambda c: f"{c.cpu_over_without_gc}"),
+        ("  largest, the collector's CPU taken out (ms)", lambda c: f"{c.cpu_worst_without_gc * 1e3:.2f}"),
+        (f"resume at turns {turns - 9}-{turns}, median (ms)", lambda c: f"{_median(c.last_resumes) * 1e3:.1f}"),
+        ("failed turns", lambda c: f"{len(c.errors)}"),
+    ]
+    print_table(["long chat", *(c.face for c in chats)], [[label, *(fmt(c) for c in chats)] for label, fmt in rows])
+    for chat in chats:
+        print(
+            f"{chat.face}: most CPU in one callback, {chat.cpu_worst * 1e3:.1f} ms: {_shorten(chat.cpu_worst_handle)}"
+        )
+        print(
+            f"  the collector's taken out, {chat.cpu_worst_without_gc * 1e3:.1f} ms: "
+            f"{_shorten(chat.cpu_worst_without_gc_handle)}"
+        )
+        for error in chat.errors[:3]:
+            print(f"  FAILED {error}")
+
+
 def _quantile(values: list[float], q: float) -> float:
     if not values:
         return 0.0
@@ -637,6 +767,19 @@ def _print_run(round_no: int, timed: Pass, debug: Pass | None, seeded: float) ->
     print(line, flush=True)
 
 
+def print_table(header: list[str], table: list[list[str]]) -> None:
+    """A boxed table: labels left, figures right."""
+    widths = [max(len(row[i]) for row in [header, *table]) for i in range(len(header))]
+    line = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
+    print(line)
+    print("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |")
+    print(line)
+    for row in table:
+        cells = [row[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True))]
+        print("| " + " | ".join(cells) + " |")
+    print(line)
+
+
 def _median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
@@ -679,15 +822,7 @@ def summarise(runs: list[Run], faces: list[str], sessions: int) -> None:
         if ratio:
             cells.append(f"{medians['native'] / medians['offloaded']:.2f}x" if medians["offloaded"] else "-")
         table.append(cells)
-    widths = [max(len(row[i]) for row in [header, *table]) for i in range(len(header))]
-    line = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
-    print(line)
-    print("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |")
-    print(line)
-    for row in table:
-        cells = [row[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True))]
-        print("| " + " | ".join(cells) + " |")
-    print(line)
+    print_table(header, table)
     for f in faces:
         calls: Counter[str] = Counter()
         moto: dict[str, list[float]] = {}
@@ -779,11 +914,21 @@ def main(argv: list[str] | None = None) -> int:
         help="off: the cyclic garbage collector disabled during each pass, a diagnostic that shows which "
         "slow callbacks are the collector's (default: on, as a process runs)",
     )
+    parser.add_argument(
+        "--freeze",
+        action="store_true",
+        help="gc.freeze() once each face is open, as a server process can after start-up (default: off)",
+    )
+    parser.add_argument(
+        "--long-chat", type=int, default=1000, help="turns of the long chat each face plays, 0 to skip (1000)"
+    )
+    parser.add_argument("--long-message-bytes", type=int, default=1000, help="size of each long-chat message (1000)")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
     if args.cache_size is not None:
         STORE_OPTIONS["cache_size"] = args.cache_size
     COLLECTOR["on"] = args.collector == "on"
+    COLLECTOR["freeze"] = args.freeze
     faces = [f.strip() for f in args.faces.split(",") if f.strip()]
     unknown = [f for f in faces if f not in MAKERS]
     if unknown or not faces:
@@ -809,6 +954,8 @@ def main(argv: list[str] | None = None) -> int:
         + (" (moto deep-copies the table per transaction action)" if args.moto_rollback == "stock" else "")
     )
     print(f"store options: {STORE_OPTIONS or 'defaults (cache_size 1024)'}")
+    if args.freeze:
+        print("gc.freeze() once each face is open (a server process's start-up tuning)")
     if args.collector == "off":
         print("the cyclic garbage collector is disabled during each pass (a diagnostic, not how a process runs)")
 
@@ -834,8 +981,19 @@ def main(argv: list[str] | None = None) -> int:
             order = available[round_no % len(available) :] + available[: round_no % len(available)]
             for name in order:
                 runs.append(run_face(name, round_no, ddb, args, args.latency))
-    print()
-    summarise(runs, available, args.sessions)
+        chats: list[LongChat] = []
+        if args.long_chat > 0:
+            for name in available:
+                chats.append(long_chat(name, ddb, args.long_chat, args.long_message_bytes, args.seed))
+                print(f"long chat, {name}: done, load {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+    if runs:
+        print()
+        summarise(runs, available, args.sessions)
+    if chats:
+        print()
+        summarise_long(chats, args.long_message_bytes)
+    if not runs:
+        return 0
     busy = _median([r.timed.moto_busy for r in runs])
     print()
     if busy >= 0.8:

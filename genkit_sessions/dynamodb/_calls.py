@@ -3,7 +3,8 @@
 The store's logic is written once, free of I/O, as generators ("steps") that
 yield the requests they need and are sent the answers (the sans-I/O style of
 ``h11``): a :class:`Call` is one DynamoDB operation, a :class:`Sleep` a
-backoff. :func:`run_sync` drives steps with a boto3 client (blocking) and
+backoff, a :class:`Pause` a turn for the event loop between slices of the
+store's own work (a long history's decoding). :func:`run_sync` drives steps with a boto3 client (blocking) and
 :func:`run_async` with an aiobotocore client (non-blocking), so no rule and no
 request is written twice. A failed call is thrown back into the steps at the
 ``yield``, where :func:`call` maps it to a :class:`GenkitError` once (S12).
@@ -33,14 +34,17 @@ __all__ = [
     "MAX_BATCH_GET",
     "MAX_BATCH_WRITE",
     "Abandoned",
+    "PAUSE",
     "Call",
     "Cancelled",
+    "Pause",
     "Sleep",
     "Steps",
     "batch_get",
     "batch_write",
     "call",
     "run_async",
+    "run_pure",
     "run_sync",
     "transact",
     "write_one",
@@ -69,7 +73,16 @@ class Sleep:
     seconds: float
 
 
-Request = Call | Sleep
+@attrs.frozen
+class Pause:
+    """Give the event loop a turn before the steps go on: yielded between slices of work that would
+    otherwise hold it for long (inflating, parsing and building a long history). The blocking driver
+    goes straight on."""
+
+
+PAUSE = Pause()
+
+Request = Call | Sleep | Pause
 Steps = Generator[Request, Any, T]
 """Store logic: yields requests, is sent each answer (a dict, or None after a sleep), returns a result."""
 
@@ -115,6 +128,18 @@ def _advance(steps: Steps[T], answer: Any, failure: BaseException | None) -> tup
         return True, done.value
 
 
+def run_pure(steps: Steps[T]) -> T:
+    """Run steps that make no request (pure work that only pauses) to their result at once."""
+    while True:
+        try:
+            request = next(steps)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        if not isinstance(request, Pause):
+            steps.close()
+            raise TypeError(f"pure steps made a request: {request!r}")
+
+
 def run_sync(steps: Steps[T], client: Any) -> T:
     """Drive ``steps`` with a blocking boto3 client."""
     answer: Any = None
@@ -124,6 +149,8 @@ def run_sync(steps: Steps[T], client: Any) -> T:
         if finished:
             return request  # type: ignore[no-any-return]
         answer, failure = None, None
+        if isinstance(request, Pause):
+            continue
         if isinstance(request, Sleep):
             time.sleep(request.seconds)
             continue
@@ -164,8 +191,8 @@ async def run_async(steps: Steps[T], client: Any) -> T:
             continue
         sent = False
         try:
-            if isinstance(request, Sleep):
-                await asyncio.sleep(request.seconds)
+            if isinstance(request, (Sleep, Pause)):
+                await asyncio.sleep(request.seconds if isinstance(request, Sleep) else 0)
                 continue
             await asyncio.sleep(0)
             sent = True

@@ -24,6 +24,7 @@ recipe stays short: a read of a long chat fetches its level-2 pages and at most
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 import zlib
@@ -32,8 +33,9 @@ from typing import Any
 
 import attrs
 
+from genkit_sessions.dynamodb._calls import PAUSE, Steps, run_pure
 from genkit_sessions.model.frozen_json import strict_equal
-from genkit_sessions.model.types import Message, Role, SessionState, TextPart, slot_setter
+from genkit_sessions.model.types import Message, Messages, Role, SessionState, TextPart, slot_setter
 from genkit_sessions.model.wire import messages_from_wire, to_wire
 
 __all__ = [
@@ -42,8 +44,10 @@ __all__ = [
     "Recipe",
     "apply_patch",
     "compress",
+    "compress_steps",
     "decompress",
     "decompress_text",
+    "decompress_text_steps",
     "diff",
     "fold",
     "join_parts",
@@ -51,8 +55,10 @@ __all__ = [
     "pack_record",
     "pack_update",
     "plan_state",
+    "plan_state_steps",
     "split_parts",
     "stored_messages",
+    "stored_messages_steps",
     "strict_equal",
     "unpack_record",
     "unpack_update",
@@ -73,6 +79,61 @@ def compress(value: Any) -> bytes:
     """Compact JSON, zlib-compressed, behind a one-byte format tag."""
     text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     return _FORMAT + zlib.compress(text.encode("utf-8"), 6)
+
+
+# How much work one step of a blob's encoding or decoding does before it gives the event loop a turn
+# (``PAUSE``; the blocking driver goes straight on), so that no step of the async face holds the loop
+# for more than about a millisecond or two, however long the history: zlib inflates and deflates in
+# slices of these sizes, JSON is written a slice of list items at a time, and messages are built a
+# slice at a time. One JSON document is still parsed in one step (json.loads cannot stop part way):
+# a page of the top level is about 750 KB of JSON, a millisecond or two.
+INFLATE_SLICE = 64 * 1024
+"""Compressed bytes inflated per step (about 200 KB of JSON text)."""
+DEFLATE_SLICE = 32 * 1024
+"""Bytes of JSON text deflated per step (deflating is about ten times slower than inflating)."""
+ITEMS_SLICE = 256
+"""List items (messages) written as JSON, or messages built, per step."""
+
+
+def compress_steps(value: Any) -> Steps[bytes]:
+    """:func:`compress`, the same bytes, in steps that give the event loop a turn between slices."""
+    text = yield from _dumps_steps(value)
+    data = text.encode("utf-8")
+    deflate = zlib.compressobj(6)
+    out = [_FORMAT]
+    for start in range(0, len(data), DEFLATE_SLICE):
+        if start:
+            yield PAUSE
+        out.append(deflate.compress(data[start : start + DEFLATE_SLICE]))
+    out.append(deflate.flush())
+    return b"".join(out)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _dumps_steps(value: Any) -> Steps[str]:
+    """``json.dumps`` as :func:`compress` calls it, the same text, with a long list (the value, or one of
+    its values when it is an object, as a blob's message list is) written a slice of items at a time."""
+    if not isinstance(value, dict) or any(type(key) is not str for key in value):
+        return (yield from _list_steps(value))
+    pieces = []
+    for key, item in value.items():
+        text = yield from _list_steps(item)
+        pieces.append(f"{_dumps(key)}:{text}")
+    return "{" + ",".join(pieces) + "}"
+
+
+def _list_steps(value: Any) -> Steps[str]:
+    if not isinstance(value, list) or len(value) <= ITEMS_SLICE:
+        return _dumps(value)
+    pieces = []
+    for start in range(0, len(value), ITEMS_SLICE):
+        if start:
+            yield PAUSE
+        pieces.append(_dumps(value[start : start + ITEMS_SLICE])[1:-1])
+    return "[" + ",".join(pieces) + "]"
 
 
 def decompress(data: bytes) -> Any:
@@ -99,6 +160,36 @@ def decompress_text(data: bytes) -> tuple[Any, bool]:
         return json.loads(text), _SURROGATE_ESCAPE.search(text) is None
     except (zlib.error, UnicodeDecodeError, ValueError) as exc:
         raise CorruptData(f"blob does not decompress to JSON: {exc}") from None
+
+
+def decompress_text_steps(data: bytes) -> Steps[tuple[Any, bool]]:
+    """:func:`decompress_text` in steps: each inflates and decodes a slice (text with a character
+    beyond ASCII decodes at a few hundred MB/s, so decoding a whole page at once takes milliseconds),
+    then the JSON is parsed in a step of its own."""
+    if not data or data[:1] != _FORMAT:
+        raise CorruptData("unknown blob format tag")
+    inflate = zlib.decompressobj()
+    utf8 = _UTF8()
+    view = memoryview(data)
+    pieces: list[str] = []
+    try:
+        for start in range(1, len(data), INFLATE_SLICE):
+            if start > 1:
+                yield PAUSE
+            pieces.append(utf8.decode(inflate.decompress(view[start : start + INFLATE_SLICE])))
+            if inflate.eof:
+                break
+        if not inflate.eof:
+            raise zlib.error("incomplete or truncated stream")
+        pieces.append(utf8.decode(b"", final=True))
+        text = "".join(pieces)
+        yield PAUSE
+        return json.loads(text), _SURROGATE_ESCAPE.search(text) is None
+    except (zlib.error, UnicodeDecodeError, ValueError) as exc:
+        raise CorruptData(f"blob does not decompress to JSON: {exc}") from None
+
+
+_UTF8 = codecs.getincrementaldecoder("utf-8")
 
 
 def _maker(prototype: Any, field: str) -> Any:
@@ -148,6 +239,18 @@ def stored_messages(wire: list[Any], plain_text: bool) -> tuple[Message, ...]:
                     append(make(tuple(parts)))
                     continue
         append(messages_from_wire([data])[0])
+    return tuple(out)
+
+
+def stored_messages_steps(wire: list[Any], plain_text: bool) -> Steps[tuple[Message, ...]]:
+    """:func:`stored_messages`, a slice of messages at a time with a turn for the event loop between."""
+    if len(wire) <= ITEMS_SLICE:
+        return stored_messages(wire, plain_text)
+    out: list[Message] = []
+    for start in range(0, len(wire), ITEMS_SLICE):
+        if start:
+            yield PAUSE
+        out.extend(stored_messages(wire[start : start + ITEMS_SLICE], plain_text))
     return tuple(out)
 
 
@@ -424,6 +527,8 @@ def _appended(old: Sequence[Message], new: Sequence[Message]) -> Sequence[Messag
     """The messages ``new`` adds after ``old``, or None when ``old`` is not a prefix of ``new``."""
     if len(new) < len(old):
         return None
+    if isinstance(old, Messages) and isinstance(new, Messages) and new.extends(old):
+        return new[len(old) :]  # a turn that extended its parent's messages (the common case): nothing to compare
     # Walk backwards: a changed message is likeliest near the end.
     for i in range(len(old) - 1, -1, -1):
         if not _same_message(old[i], new[i]):
@@ -474,6 +579,22 @@ def plan_state(
     top_bytes: int = TOP_BYTES,
     top_count: int = TOP_COUNT,
 ) -> Plan:
+    """:func:`plan_state_steps` run to its end at once."""
+    return run_pure(
+        plan_state_steps(previous, previous_recipe, state, checkpoint_every, max_pages, levels, top_bytes, top_count)
+    )
+
+
+def plan_state_steps(
+    previous: SessionState | None,
+    previous_recipe: Recipe | None,
+    state: SessionState | None,
+    checkpoint_every: int,
+    max_pages: int = 48,
+    levels: int = 3,
+    top_bytes: int = TOP_BYTES,
+    top_count: int = TOP_COUNT,
+) -> Steps[Plan]:
     """Plan the blob that stores ``state`` on top of ``previous`` (its parent's, or its own older
     state), whose recipe is ``previous_recipe`` (None: start from scratch).
 
@@ -482,7 +603,9 @@ def plan_state(
     per level below ``levels - 1``, fewer than ``top_count`` at ``levels - 1``,
     and top pages of about ``top_bytes`` each. When the top level already holds
     ``max_pages`` pages, the page rewrites the whole state, so a read never
-    needs more than a bounded number of items.
+    needs more than a bounded number of items. Messages are turned into wire
+    JSON a slice at a time, with a turn for the event loop between (a page of
+    the top level folds hundreds of them).
 
     A recipe that ends in an update blob (rewritten by the snapshot's next
     change) is not kept whole: the new blob replaces that blob, holding what it
@@ -495,20 +618,20 @@ def plan_state(
     has = state.messages is not None
     rest = _rest(state)
     if previous is None or previous_recipe is None or not previous_recipe.refs:
-        return _full(messages, rest, has, 0)
+        return (yield from _full(messages, rest, has, 0))
     folded = previous_recipe.ends_in_update
     base = previous_recipe.prefix(len(previous_recipe.refs) - 1) if folded else previous_recipe
     previous_messages: Sequence[Message] = previous.message_list
     if folded:
         cut = base.ends[-1] if base.refs else 0
         if cut > len(previous_messages):
-            return _full(messages, rest, has, 0)
+            return (yield from _full(messages, rest, has, 0))
         previous_messages = previous_messages[:cut]
     added = _appended(previous_messages, messages)
     if added is None or not base.refs:
-        return _full(messages, rest, has, 0)
+        return (yield from _full(messages, rest, has, 0))
     level, kept = _carry(base.levels, base.sizes, max(checkpoint_every, 2), levels, top_bytes, top_count)
-    wire = [to_wire(m) for m in added]
+    wire = yield from _wire_steps(added)
     size = _list_bytes(wire)
     if level == 0:
         if folded:  # a change in place: did it keep every message the update blob held?
@@ -519,19 +642,42 @@ def plan_state(
         return Plan(payload, 0, base, len(messages), size)
     keep = base.prefix(kept)
     if not kept or keep.levels.count(levels) >= max_pages:
-        return _full(messages, rest, has, level)
+        return (yield from _full(messages, rest, has, level))
     folded_sizes = base.message_sizes[kept:]
-    since = [to_wire(m) for m in messages[keep.ends[-1] : len(messages) - len(added)]] + wire
+    since = (yield from _wire_steps(messages[keep.ends[-1] : len(messages) - len(added)])) + wire
     if UNKNOWN in folded_sizes or len(folded_sizes) != len(base.refs) - kept:
-        size = _list_bytes(since)
+        yield PAUSE
+        size = yield from _list_bytes_steps(since)
     else:  # the blobs this page folds already know their messages' sizes
         size += sum(folded_sizes)
     return Plan({"a": since, "r": rest, "h": has}, level, keep, len(messages), size)
 
 
-def _full(messages: Sequence[Message], rest: Any, has: bool, level: int) -> Plan:
-    wire = [to_wire(m) for m in messages]
-    return Plan({"m": wire, "r": rest, "h": has}, level, Recipe(), len(messages), _list_bytes(wire))
+def _full(messages: Sequence[Message], rest: Any, has: bool, level: int) -> Steps[Plan]:
+    wire = yield from _wire_steps(messages)
+    yield PAUSE
+    size = yield from _list_bytes_steps(wire)
+    return Plan({"m": wire, "r": rest, "h": has}, level, Recipe(), len(messages), size)
+
+
+def _wire_steps(messages: Sequence[Message]) -> Steps[list[Any]]:
+    """The messages' wire JSON, a slice at a time."""
+    wire: list[Any] = []
+    for start in range(0, len(messages), ITEMS_SLICE):
+        if start:
+            yield PAUSE
+        wire.extend(to_wire(m) for m in messages[start : start + ITEMS_SLICE])
+    return wire
+
+
+def _list_bytes_steps(wire: list[Any]) -> Steps[int]:
+    """:func:`_list_bytes`, a slice of the list at a time (the sum is the same: it adds message by message)."""
+    total = 0
+    for start in range(0, len(wire), ITEMS_SLICE):
+        if start:
+            yield PAUSE
+        total += _list_bytes(wire[start : start + ITEMS_SLICE])
+    return total
 
 
 def _list_bytes(wire: list[Any]) -> int:

@@ -55,9 +55,10 @@ from genkit_sessions.dynamodb._codec import (
     Plan,
     Recipe,
     compress,
+    compress_steps,
     pack_record,
     pack_update,
-    plan_state,
+    plan_state_steps,
     split_parts,
     strict_equal,
 )
@@ -199,12 +200,14 @@ def _guess(engine: Engine, tenant: str, snapshot_id: str, mutator: Mutator) -> t
     return guess, snapshot
 
 
-def new_blob(engine: Engine, snapshot_id: str, plan: Plan, update: bool = False) -> tuple[str, list[bytes]]:
+def new_blob(engine: Engine, snapshot_id: str, plan: Plan, update: bool = False) -> Steps[tuple[str, list[bytes]]]:
     """A new blob's name and parts: ``c`` (a page) or ``d`` (a delta), or, for a change of an existing
-    snapshot's state, its update blob (``u``), plus a random nonce."""
+    snapshot's state, its update blob (``u``), plus a random nonce. A large blob (a page of the top
+    level) is written and deflated in slices, the event loop getting a turn between them."""
     kind = UPDATE_TAG if update else ("c" if plan.is_page else "d")
     tag = kind + os.urandom(6).hex()
-    return keys.blob_name(snapshot_id, tag), split_parts(compress(plan.payload), engine.settings.chunk_bytes)
+    data = yield from compress_steps(plan.payload)
+    return keys.blob_name(snapshot_id, tag), split_parts(data, engine.settings.chunk_bytes)
 
 
 def record_bytes(snapshot: SessionSnapshot, recipe: Recipe) -> bytes:
@@ -259,8 +262,8 @@ def _create(
     expires = parent.expires if parent is not None and parent.expires is not None else None
     if expires is None and engine.settings.ttl is not None:
         expires = engine.now_epoch() + int(engine.settings.ttl.total_seconds())
-    plan = plan_state(parent_state, parent_recipe, snapshot.state, engine.settings.checkpoint_every)
-    name, parts = new_blob(engine, snapshot_id, plan)
+    plan = yield from plan_state_steps(parent_state, parent_recipe, snapshot.state, engine.settings.checkpoint_every)
+    name, parts = yield from new_blob(engine, snapshot_id, plan)
     inline = len(parts) == 1 and len(parts[0]) <= INLINE_LIMIT
     recipe = plan.recipe(name, 0 if inline else len(parts), sum(map(len, parts)))
     record = record_bytes(snapshot, recipe)
@@ -371,8 +374,8 @@ def _update(
         # item when it fits, else as parts, the old update blob's parts deleted in the same write. No other
         # snapshot's recipe names an update blob (a child folds it into its own), so the item count of
         # a snapshot stays bounded however often it changes.
-        plan = plan_state(before, existing.recipe, snapshot.state, engine.settings.checkpoint_every)
-        name, chunks = new_blob(engine, snapshot_id, plan, update=True)
+        plan = yield from plan_state_steps(before, existing.recipe, snapshot.state, engine.settings.checkpoint_every)
+        name, chunks = yield from new_blob(engine, snapshot_id, plan, update=True)
         size = sum(map(len, chunks))
         recipe = plan.recipe(name, 0, size)
         packed = pack_update(keys.blob_tag(name), chunks[0]) if len(chunks) == 1 else b""

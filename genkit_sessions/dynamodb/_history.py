@@ -30,14 +30,14 @@ from typing import Any
 import attrs
 
 from genkit_sessions.dynamodb import _keys as keys
-from genkit_sessions.dynamodb._calls import Steps, batch_get, get_item
+from genkit_sessions.dynamodb._calls import PAUSE, Steps, batch_get, get_item
 from genkit_sessions.dynamodb._codec import (
     UNKNOWN,
     CorruptData,
     Recipe,
     decompress,
     is_update_blob,
-    stored_messages,
+    stored_messages_steps,
 )
 from genkit_sessions.dynamodb._engine import Engine
 from genkit_sessions.dynamodb._items import Head
@@ -45,7 +45,7 @@ from genkit_sessions.dynamodb._reads import (
     Found,
     ReplacedMeanwhile,
     decode_item,
-    decoded_payload,
+    decoded_payload_steps,
     inline_blob,
     payload_of,
     read_head,
@@ -107,10 +107,11 @@ def plan(engine: Engine, tenant: str, snapshot_id: str | None, session_id: str |
     return found if head.live(engine.now_ms()) else None
 
 
-def _messages(engine: Engine, handle: _Handle, refs: range, found: Found) -> tuple[Message, ...]:
+def _messages(engine: Engine, handle: _Handle, refs: range, found: Found) -> Steps[tuple[Message, ...]]:
+    """The messages of the blobs ``refs``, each inflated and built in slices (see ``rebuild``)."""
     out: list[Message] = []
     for index in refs:
-        payload, plain = decoded_payload(
+        payload, plain = yield from decoded_payload_steps(
             engine, handle.tenant, handle.session_id, handle.snapshot_id, handle.recipe.refs[index], found
         )
         if not isinstance(payload, dict):
@@ -121,9 +122,10 @@ def _messages(engine: Engine, handle: _Handle, refs: range, found: Found) -> tup
         if not isinstance(wire, list):
             raise engine.data_loss(handle.snapshot_id, "a message list is not an array")
         try:
-            out.extend(stored_messages(wire, plain))
+            out.extend((yield from stored_messages_steps(wire, plain)))
         except GenkitError as exc:
             raise engine.data_loss(handle.snapshot_id, exc.message) from None
+        yield PAUSE
     return tuple(out)
 
 
@@ -147,7 +149,7 @@ def blocks(engine: Engine, plan: HistoryPlan, start: int, stop: int) -> Steps[tu
         first = sum(plan.blocks[:start])
         return handle.cached[first : first + sum(plan.blocks[start:stop])]
     found = yield from _fetch(engine, handle, range(start, stop))
-    return _messages(engine, handle, range(start, stop), found)
+    return (yield from _messages(engine, handle, range(start, stop), found))
 
 
 def _first_block(recipe: Recipe, max_messages: int | None, max_bytes: int | None) -> tuple[int, bool]:
@@ -214,7 +216,7 @@ def window(
     if hint is None or handle.recipe != hint:  # a stale hint: the leaf's own recipe decides
         first, sure = _first_block(handle.recipe, max_messages, max_bytes)
         found.update((yield from _fetch(engine, handle, range(first, len(history.blocks)))))
-    messages = _messages(engine, handle, range(first, len(history.blocks)), found)
+    messages = yield from _messages(engine, handle, range(first, len(history.blocks)), found)
     if not sure:
         used = sum(map(message_bytes, messages))
         while first > 0 and max_bytes is not None and used < max_bytes:  # the bound may want older blocks

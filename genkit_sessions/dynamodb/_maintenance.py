@@ -27,7 +27,7 @@ import attrs
 from genkit_sessions.dynamodb import _head
 from genkit_sessions.dynamodb import _keys as keys
 from genkit_sessions.dynamodb._calls import Cancelled, Steps, batch_get, batch_write, call, query_partition, write_one
-from genkit_sessions.dynamodb._codec import Recipe, plan_state
+from genkit_sessions.dynamodb._codec import Recipe, plan_state_steps
 from genkit_sessions.dynamodb._commit import (
     MAX_TRANSACTION_ACTIONS,
     blob_part_items,
@@ -202,8 +202,8 @@ def restore(engine: Engine, tenant: str, snapshots: Iterable[SessionSnapshot]) -
             version = engine.first_version()
         else:
             version = (int(previous["v"]["N"]) if "v" in previous else 1) + 1
-        plan = plan_state(None, None, snapshot.state, engine.settings.checkpoint_every)
-        name, chunks = new_blob(engine, snapshot.snapshot_id, plan)
+        plan = yield from plan_state_steps(None, None, snapshot.state, engine.settings.checkpoint_every)
+        name, chunks = yield from new_blob(engine, snapshot.snapshot_id, plan)
         recipe = plan.recipe(name, len(chunks))
         writes += blob_part_items(tenant, session_id, name, chunks, expires)
         item: dict[str, Any] = {

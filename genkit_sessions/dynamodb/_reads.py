@@ -15,16 +15,17 @@ from typing import Any
 import attrs
 
 from genkit_sessions.dynamodb import _keys as keys
-from genkit_sessions.dynamodb._calls import Steps, batch_get, get_item, query_partition
+from genkit_sessions.dynamodb._calls import PAUSE, Steps, batch_get, get_item, query_partition
 from genkit_sessions.dynamodb._codec import (
     CorruptData,
     Recipe,
     decompress,
     decompress_text,
+    decompress_text_steps,
     fold,
     is_update_blob,
     join_parts,
-    stored_messages,
+    stored_messages_steps,
     unpack_record,
     unpack_update,
 )
@@ -117,6 +118,27 @@ def decoded_payload(
     engine: Engine, tenant: str, session_id: str, snapshot_id: str, ref: tuple[str, int], found: Found
 ) -> tuple[Any, bool]:
     """One blob's payload, and whether its text holds no surrogate escape (see ``stored_messages``)."""
+    try:
+        return decompress_text(_blob_bytes(engine, tenant, session_id, snapshot_id, ref, found))
+    except CorruptData as exc:
+        raise engine.data_loss(snapshot_id, str(exc)) from None
+
+
+def decoded_payload_steps(
+    engine: Engine, tenant: str, session_id: str, snapshot_id: str, ref: tuple[str, int], found: Found
+) -> Steps[tuple[Any, bool]]:
+    """:func:`decoded_payload`, inflated a slice at a time, with a turn for the event loop between."""
+    data = _blob_bytes(engine, tenant, session_id, snapshot_id, ref, found)
+    try:
+        return (yield from decompress_text_steps(data))
+    except CorruptData as exc:
+        raise engine.data_loss(snapshot_id, str(exc)) from None
+
+
+def _blob_bytes(
+    engine: Engine, tenant: str, session_id: str, snapshot_id: str, ref: tuple[str, int], found: Found
+) -> bytes:
+    """One blob as stored, from the items fetched (its parts, or the snapshot item it is packed in)."""
     name, count = ref
     chunks: list[bytes] = []
     if count == 0:
@@ -130,10 +152,7 @@ def decoded_payload(
                 raise ReplacedMeanwhile(problem.status, problem.message)
             raise problem
         chunks.append(bytes(part_item["d"]["B"]))
-    try:
-        return decompress_text(join_parts(chunks))
-    except CorruptData as exc:
-        raise engine.data_loss(snapshot_id, str(exc)) from None
+    return join_parts(chunks)
 
 
 def ref_keys(tenant: str, session_id: str, ref: tuple[str, int]) -> list[dict[str, Any]]:
@@ -159,19 +178,37 @@ def rebuild(
     found = dict(prefetched)
     if missing:
         found.update((yield from batch_get(engine.table, missing)))
-    decoded = [decoded_payload(engine, tenant, session_id, snapshot_id, ref, found) for ref in recipe.refs]
-    payloads = [payload for payload, _ in decoded]
-    names = [name for name, _ in recipe.refs]
+    # Each blob is inflated, parsed and its messages built in slices, the event loop getting a turn
+    # between them (the async face; the blocking driver goes straight on), so a long history never
+    # holds the loop for its whole decoding.
+    payloads: list[Any] = []
+    built: dict[int, tuple[Message, ...]] = {}
+    for index, ref in enumerate(recipe.refs):
+        payload, plain = yield from decoded_payload_steps(engine, tenant, session_id, snapshot_id, ref, found)
+        payloads.append(payload)
+        yield PAUSE
+        name = ref[0]
+        if memo is not None and name in memo:
+            continue
+        wire = payload.get("m", payload.get("a")) if isinstance(payload, dict) else None
+        if isinstance(wire, list):
+            try:
+                built[index] = yield from stored_messages_steps(wire, plain)
+            except CorruptData as exc:
+                raise engine.data_loss(snapshot_id, str(exc)) from None
+            except GenkitError as exc:
+                raise engine.data_loss(snapshot_id, exc.message) from None
+            if memo is not None:
+                memo[name] = built[index]
+            yield PAUSE
 
     def decode(index: int, wire: Any) -> tuple[Message, ...]:
-        if memo is not None and names[index] in memo:
-            return memo[names[index]]
-        if not isinstance(wire, list):
+        name = recipe.refs[index][0]
+        if memo is not None and name in memo:
+            return memo[name]
+        if index not in built:  # every message list was built above
             raise CorruptData("a message list is not an array")
-        messages = stored_messages(wire, decoded[index][1])
-        if memo is not None:
-            memo[names[index]] = messages
-        return messages
+        return built[index]
 
     try:
         return fold(payloads, decode)

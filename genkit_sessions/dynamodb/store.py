@@ -85,8 +85,11 @@ class DynamoDBSessionStore:
     many sessions are in flight.
 
     The async face :attr:`aio` runs on aiobotocore (``pip install
-    'genkit-sessions[aio]'``), with up to ``aio_connections`` connections; or,
-    when ``executor`` is given, on that executor with boto3.
+    'genkit-sessions[aio]'``), with up to ``aio_connections`` connections, on a
+    client it opens for each event loop; or on ``aio_client``, an aiobotocore
+    DynamoDB client the caller opened on its event loop and closes itself (so
+    stores can share one client); or, when ``executor`` is given, on that
+    executor with boto3.
     """
 
     def __init__(
@@ -112,6 +115,7 @@ class DynamoDBSessionStore:
         head_ids: int = 8,
         executor: concurrent.futures.Executor | None = None,
         aio_connections: int = 100,
+        aio_client: Any = None,
         indexed_metadata: Iterable[str] = (),
     ) -> None:
         if not isinstance(table_name, str) or not table_name:
@@ -171,6 +175,13 @@ class DynamoDBSessionStore:
             "executor=ThreadPoolExecutor(8)",
         )
         rules.check_int_option("aio_connections", aio_connections, 1)
+        rules.check_option(
+            "aio_client",
+            aio_client,
+            aio_client is None or (executor is None and hasattr(aio_client, "transact_write_items")),
+            "an aiobotocore DynamoDB client, or None (and not beside an executor)",
+            "aio_client=await exit_stack.enter_async_context(session.create_client('dynamodb'))",
+        )
         self.table_name = table_name
         self._client = (
             client if client is not None else build_client(region_name, endpoint_url, retry_mode, max_retries)
@@ -193,6 +204,7 @@ class DynamoDBSessionStore:
             )
         )
         self._executor = executor
+        self._aio_client = aio_client
         self._aio_settings = (region_name, endpoint_url, retry_mode, max_retries, aio_connections)
         self._aio: AsyncDynamoDBSessionStore | OffloadedAsyncStore | None = None
 
@@ -480,6 +492,8 @@ class AsyncDynamoDBSessionStore:
         )
 
     async def _client(self) -> Any:
+        if self.sync._aio_client is not None:  # the caller's own, opened on its loop and closed by it
+            return self.sync._aio_client
         loop = asyncio.get_running_loop()
         entry = self._clients.get(loop)
         if entry is None:  # the first caller on this loop opens the client; the others wait for it

@@ -764,6 +764,12 @@ class Messages(Sequence[Message]):
             return NotImplemented
         return Messages((*other, *self))
 
+    def extends(self, prefix: Messages) -> bool:
+        """Whether this sequence begins with the very messages of ``prefix`` because both are views of one
+        backing list (a chat's turn and the turns before it are): known at once, without comparing a
+        message. False says nothing more: the two may still agree message by message."""
+        return prefix._items is self._items and prefix._length <= self._length
+
     def _extended(self, more: list[Message]) -> Messages:
         """This sequence followed by ``more`` (checked), sharing the backing list when this view ends where
         it ends."""

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from genkit_sessions import Message, SessionState, to_wire
+from genkit_sessions.dynamodb._calls import run_pure
 from genkit_sessions.dynamodb._codec import (
     CorruptData,
     Recipe,
@@ -288,3 +289,91 @@ def test_text_said_plain_holds_no_lone_surrogate(pieces: list[str]) -> None:
     assert value == json.loads(document)
     if plain:
         assert not any(0xD800 <= ord(c) <= 0xDFFF for c in value[0])
+
+
+# --- the same work in slices (the async face gives its event loop a turn between them) ------------
+
+
+_long_lists = st.lists(json_scalars, min_size=200, max_size=700)
+_payloads = st.dictionaries(st.sampled_from(["a", "m", "r", "p", "h"]), json_values | _long_lists, max_size=5)
+
+
+@settings(deadline=None, max_examples=60)
+@given(json_values | _long_lists | _payloads)
+def test_compress_in_slices_writes_the_bytes_compress_writes(value: Any) -> None:
+    from genkit_sessions.dynamodb._codec import compress_steps
+
+    assert run_pure(compress_steps(value)) == compress(value)
+
+
+def test_compress_in_slices_pauses_within_a_long_list_and_a_long_text() -> None:
+    from genkit_sessions.dynamodb._calls import PAUSE
+    from genkit_sessions.dynamodb._codec import compress_steps
+
+    pauses = sum(1 for step in compress_steps({"a": list(range(1000)), "r": {"t": "x" * 100_000}}) if step is PAUSE)
+    assert pauses >= 3 + 2  # three more slices of 256 items; 100 KB of text deflated 32 KB at a time
+
+
+@settings(deadline=None, max_examples=60)
+@given(json_values | _long_lists | _payloads, st.integers(0, 2**20), st.binary(max_size=8))
+def test_inflating_in_slices_reads_or_refuses_exactly_what_inflating_at_once_does(
+    value: Any, cut: int, tail: bytes
+) -> None:
+    from genkit_sessions.dynamodb._codec import decompress_text, decompress_text_steps
+
+    data = compress(value)
+    for blob in (data, data[:cut] + tail, data + tail):
+        try:
+            expected = decompress_text(blob)
+        except CorruptData:
+            with pytest.raises(CorruptData):
+                run_pure(decompress_text_steps(blob))
+            continue
+        assert run_pure(decompress_text_steps(blob)) == expected
+
+
+def test_inflating_in_slices_pauses_every_64_kb_of_a_large_blob() -> None:
+    import os
+
+    from genkit_sessions.dynamodb._calls import PAUSE
+    from genkit_sessions.dynamodb._codec import decompress_text_steps
+
+    blob = compress({"r": os.urandom(150_000).hex()})  # 300 KB of hex digits: about 150 KB deflated
+    steps = list(decompress_text_steps(blob))
+    assert steps and all(step is PAUSE for step in steps) and len(steps) >= len(blob) // 65_536
+
+
+@settings(deadline=None, max_examples=40)
+@given(st.lists(_wire_messages, max_size=6), st.integers(0, 700))
+def test_building_messages_in_slices_makes_or_refuses_what_building_at_once_does(wire: list[Any], copies: int) -> None:
+    from genkit_sessions.dynamodb._codec import stored_messages, stored_messages_steps
+
+    long = (wire * copies)[:700] if wire else []
+    for plain in (True, False):
+        try:
+            expected = stored_messages(long, plain)
+        except Exception as exc:
+            with pytest.raises(type(exc)):
+                run_pure(stored_messages_steps(long, plain))
+            continue
+        assert run_pure(stored_messages_steps(long, plain)) == expected
+
+
+def test_pure_steps_that_make_a_request_are_refused() -> None:
+    from genkit_sessions.dynamodb._calls import Call
+
+    def asks() -> Any:
+        yield Call("GetItem", {})
+        return 1
+
+    with pytest.raises(TypeError, match="made a request"):
+        run_pure(asks())
+
+
+@settings(deadline=None, max_examples=40)
+@given(st.lists(_wire_messages, max_size=4), st.integers(0, 700))
+def test_message_bytes_counted_in_slices_are_what_one_count_gives(wire: list[Any], copies: int) -> None:
+    from genkit_sessions.dynamodb._codec import _list_bytes, _list_bytes_steps
+
+    long = (wire * copies)[:700] if wire else []
+    assert run_pure(_list_bytes_steps(long)) == _list_bytes(long)

@@ -133,6 +133,33 @@ def test_any_mix_of_growth_and_forks_keeps_every_view_as_it_was(steps: list[tupl
             assert view[-1] == tup[-1] and view[: len(tup) // 2] == tup[: len(tup) // 2]
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(min_value=0, max_value=1_000), st.integers(min_value=0, max_value=3))))
+def test_a_view_said_to_extend_another_begins_with_its_very_messages(steps: list[tuple[int, int]]) -> None:
+    """Through any mix of growth and forks: ``b.extends(a)`` only when ``b`` begins with ``a``'s messages
+    (the same objects), and a turn always extends the non-empty parent it grew from while that parent
+    is the newest view of its list (a chat's common case)."""
+    views: list[Messages] = [Messages()]
+    grown_from_the_end: list[tuple[int, int]] = []
+    counter = 0
+    for pick, added in steps:
+        parent = pick % len(views)
+        ended_its_list = len(views[parent]) > 0 and all(
+            len(views[parent]) >= len(v) for v in views if v.extends(views[parent])
+        )
+        more = tuple(_m(counter + i) for i in range(added))
+        counter += added
+        views.append(views[parent] + more)
+        if ended_its_list:
+            grown_from_the_end.append((parent, len(views) - 1))
+    for a in views:
+        for b in views:
+            if b.extends(a):
+                assert len(b) >= len(a) and all(x is y for x, y in zip(a, b[: len(a)], strict=True))
+    for parent, child in grown_from_the_end:
+        assert views[child].extends(views[parent])
+
+
 def test_forks_racing_from_threads_never_mix_histories() -> None:
     base = Messages([_m(0)])
     results: dict[int, Messages] = {}
