@@ -206,7 +206,14 @@ class DynamoDBSessionStore:
         self._executor = executor
         self._aio_client = aio_client
         self._aio_settings = (region_name, endpoint_url, retry_mode, max_retries, aio_connections)
-        self._aio: AsyncDynamoDBSessionStore | OffloadedAsyncStore | None = None
+        # The async face holds this store; this store holds its face only weakly (a new one is made when
+        # the last is gone) and keeps the face's per-loop aiobotocore clients itself. So a store and its
+        # face make no reference cycle: a store dropped after a turn frees what it cached (a whole history)
+        # at once, not at the garbage collector's next full collection.
+        self._aio_face: weakref.ref[AsyncDynamoDBSessionStore | OffloadedAsyncStore] | None = None
+        self._aio_clients: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, tuple[Any, Any] | asyncio.Future[tuple[Any, Any]]
+        ] = weakref.WeakKeyDictionary()
 
     @property
     def client(self) -> Any:
@@ -219,13 +226,15 @@ class DynamoDBSessionStore:
 
         UNIMPLEMENTED (reason ASYNC_NOT_SUPPORTED) when neither is there.
         """
-        if self._aio is None:
+        face = self._aio_face() if self._aio_face is not None else None
+        if face is None:
             if self._executor is not None:
-                self._aio = OffloadedAsyncStore(self, self._executor)
+                face = OffloadedAsyncStore(self, self._executor)
             else:
                 require_aiobotocore()
-                self._aio = AsyncDynamoDBSessionStore(self)
-        return self._aio
+                face = AsyncDynamoDBSessionStore(self)
+            self._aio_face = weakref.ref(face)
+        return face
 
     @property
     def indexed_metadata(self) -> frozenset[str]:
@@ -453,9 +462,7 @@ class AsyncDynamoDBSessionStore:
 
         self.sync = store
         self._engine = store._engine
-        self._clients: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, tuple[Any, Any] | asyncio.Future[tuple[Any, Any]]
-        ] = weakref.WeakKeyDictionary()
+        self._clients = store._aio_clients  # kept by the store, which outlives every face of it
 
     def _client_context(self) -> Any:
         from aiobotocore.config import AioConfig  # type: ignore[import-not-found, import-untyped, unused-ignore]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import boto3
@@ -192,3 +192,22 @@ def inject_fault(store: DynamoDBSessionStore, index: int, kind: str) -> list[str
     guard.faults.append(before)
     guard.after_faults.append(after)
     return seen
+
+
+class Answering:
+    """An async DynamoDB client (what the store's ``aio_client=`` takes) that answers at once from a boto3
+    client (in-process moto), logging each call in ``log``: the async face without a network, so the
+    only turns its event loop gets are the ones the store gives."""
+
+    def __init__(self, client: Any, log: list[str]) -> None:
+        self._client = client
+        self._log = log
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        method = getattr(self._client, name)
+
+        async def call(**params: Any) -> Any:
+            self._log.append(f"call {name}")
+            return method(**params)
+
+        return call

@@ -24,29 +24,13 @@ import pytest
 from genkit_sessions import Message, SessionSnapshot, SessionState
 from genkit_sessions.dynamodb import DynamoDBSessionStore
 from genkit_sessions.dynamodb.table import create_table
+from tests.dynamodb.helpers import Answering
 from tests.dynamodb_backends import make_client
 
 pytest.importorskip("aiobotocore", reason="the async face runs on aiobotocore (the `aio` extra)")
 
 MESSAGES = 1536
 TEXT = 600
-
-
-class Answering:
-    """An async DynamoDB client answering at once from a boto3 client, logging each call in ``log``."""
-
-    def __init__(self, client: Any, log: list[str]) -> None:
-        self._client = client
-        self._log = log
-
-    def __getattr__(self, name: str) -> Callable[..., Any]:
-        method = getattr(self._client, name)
-
-        async def call(**params: Any) -> Any:
-            self._log.append(f"call {name}")
-            return method(**params)
-
-        return call
 
 
 @pytest.fixture
