@@ -690,7 +690,7 @@ def summarise_long(chats: list[LongChat], size: int) -> None:
         return
     turns = chats[0].turns
     print(
-        f"one chat of {turns} turns (two ~{size} B messages each), a turn at a time, cache_size=0 (every resume cold)"
+        f"one chat of {turns} turns (two ~{size} B messages each), a turn at a time, each on a new store (every resume cold)"
     )
     rows: list[tuple[str, Callable[[LongChat], str]]] = [
         ("callbacks over 5 ms of the loop thread's CPU", lambda c: f"{c.cpu_over}"),

@@ -194,8 +194,6 @@ def rebuild(
         if isinstance(wire, list):
             try:
                 built[index] = yield from stored_messages_steps(wire, plain)
-            except CorruptData as exc:
-                raise engine.data_loss(snapshot_id, str(exc)) from None
             except GenkitError as exc:
                 raise engine.data_loss(snapshot_id, exc.message) from None
             if memo is not None:

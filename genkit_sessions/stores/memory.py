@@ -17,6 +17,7 @@ import asyncio
 import functools
 import heapq
 import threading
+import weakref
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -147,12 +148,18 @@ class InMemorySessionStore:
         self._in_mutator = False
         """True while a save's mutator runs (under the lock, so only on the thread holding it)."""
         self._watchers: dict[tuple[str, str], list[_Watcher]] = {}
-        self._aio = AsyncInMemorySessionStore(self)
+        # The face holds this store; this store holds its face only weakly (a new one is made when the last
+        # is gone), so the two make no reference cycle and a dropped store frees its sessions at once.
+        self._aio: weakref.ref[AsyncInMemorySessionStore] | None = None
 
     @property
     def aio(self) -> AsyncInMemorySessionStore:
         """The async face of this store (same data, coroutine methods)."""
-        return self._aio
+        face = self._aio() if self._aio is not None else None
+        if face is None:
+            face = AsyncInMemorySessionStore(self)
+            self._aio = weakref.ref(face)
+        return face
 
     @property
     def indexed_metadata(self) -> frozenset[str]:
