@@ -612,12 +612,7 @@ async def _one_pass(name: str, ddb: Local, table: str, work: Workload, debug: bo
 class LongChat:
     face: str
     turns: int
-    cpu_worst: float = 0.0
-    cpu_worst_handle: str = ""
-    cpu_over: int = 0
-    cpu_worst_without_gc: float = 0.0
-    cpu_worst_without_gc_handle: str = ""
-    cpu_over_without_gc: int = 0
+    clocking: CallbackCPU = field(default_factory=CallbackCPU)
     last_resumes: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -658,7 +653,7 @@ async def _long_chat(name: str, ddb: Local, table: str, turns: int, size: int, s
     rng = random.Random(seed)
     result = LongChat(name, turns)
     session_id = f"long-{uuid.uuid4().hex[:8]}"
-    clocking = CallbackCPU()
+    clocking = result.clocking
     async with _cold_faces(name, ddb, table) as cold_face:
         _after_start_up()
         with clocking.installed():
@@ -678,10 +673,6 @@ async def _long_chat(name: str, ddb: Local, table: str, turns: int, size: int, s
                     Message.of_text("model", text(rng, f"[{session_id} model {number}]", size)),
                 )
                 await session.asave(finish_reason="stop")
-    result.cpu_worst, result.cpu_worst_handle, result.cpu_over = clocking.worst, clocking.worst_handle, clocking.over
-    result.cpu_worst_without_gc = clocking.worst_without_gc
-    result.cpu_worst_without_gc_handle = clocking.worst_without_gc_handle
-    result.cpu_over_without_gc = clocking.over_without_gc
     return result
 
 
@@ -690,24 +681,24 @@ def summarise_long(chats: list[LongChat], size: int) -> None:
         return
     turns = chats[0].turns
     print(
-        f"one chat of {turns} turns (two ~{size} B messages each), a turn at a time, each on a new store (every resume cold)"
+        f"one chat of {turns} turns (two ~{size} B messages each), a turn at a time, "
+        "each on a new store (every resume cold)"
     )
     rows: list[tuple[str, Callable[[LongChat], str]]] = [
-        ("callbacks over 5 ms of the loop thread's CPU", lambda c: f"{c.cpu_over}"),
-        ("largest CPU of one callback (ms)", lambda c: f"{c.cpu_worst * 1e3:.2f}"),
-        ("  over 5 ms, the collector's CPU taken out", lambda c: f"{c.cpu_over_without_gc}"),
-        ("  largest, the collector's CPU taken out (ms)", lambda c: f"{c.cpu_worst_without_gc * 1e3:.2f}"),
+        ("callbacks over 5 ms of the loop thread's CPU", lambda c: f"{c.clocking.over}"),
+        ("largest CPU of one callback (ms)", lambda c: f"{c.clocking.worst * 1e3:.2f}"),
+        ("  over 5 ms, the collector's CPU taken out", lambda c: f"{c.clocking.over_without_gc}"),
+        ("  largest, the collector's CPU taken out (ms)", lambda c: f"{c.clocking.worst_without_gc * 1e3:.2f}"),
         (f"resume at turns {turns - 9}-{turns}, median (ms)", lambda c: f"{_median(c.last_resumes) * 1e3:.1f}"),
         ("failed turns", lambda c: f"{len(c.errors)}"),
     ]
     print_table(["long chat", *(c.face for c in chats)], [[label, *(fmt(c) for c in chats)] for label, fmt in rows])
     for chat in chats:
+        worst = chat.clocking
+        print(f"{chat.face}: most CPU in one callback, {worst.worst * 1e3:.1f} ms: {_shorten(worst.worst_handle)}")
         print(
-            f"{chat.face}: most CPU in one callback, {chat.cpu_worst * 1e3:.1f} ms: {_shorten(chat.cpu_worst_handle)}"
-        )
-        print(
-            f"  the collector's taken out, {chat.cpu_worst_without_gc * 1e3:.1f} ms: "
-            f"{_shorten(chat.cpu_worst_without_gc_handle)}"
+            f"  the collector's taken out, {chat.clocking.worst_without_gc * 1e3:.1f} ms: "
+            f"{_shorten(chat.clocking.worst_without_gc_handle)}"
         )
         for error in chat.errors[:3]:
             print(f"  FAILED {error}")

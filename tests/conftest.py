@@ -47,3 +47,17 @@ def make_store(request: pytest.FixtureRequest) -> Iterator[StoreFactory]:
 def store(make_store: StoreFactory) -> Any:
     """A fresh, empty store of each backend."""
     return make_store()
+
+
+@pytest.fixture
+def collector_off() -> Iterator[None]:
+    """The cyclic garbage collector off for the test (after one collection), so an object the test lets
+    go is freed only if nothing cyclic holds it."""
+    import gc
+
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()

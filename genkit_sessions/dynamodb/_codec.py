@@ -569,20 +569,9 @@ TOP_COUNT = 16
 """At most this many pages of the level below the top in a row (when they are small)."""
 
 
-def plan_state(
-    previous: SessionState | None,
-    previous_recipe: Recipe | None,
-    state: SessionState | None,
-    checkpoint_every: int,
-    max_pages: int = 48,
-    levels: int = 3,
-    top_bytes: int = TOP_BYTES,
-    top_count: int = TOP_COUNT,
-) -> Plan:
-    """:func:`plan_state_steps` run to its end at once."""
-    return run_pure(
-        plan_state_steps(previous, previous_recipe, state, checkpoint_every, max_pages, levels, top_bytes, top_count)
-    )
+def plan_state(*args: Any, **kwargs: Any) -> Plan:
+    """:func:`plan_state_steps` (the same arguments) run to its end at once."""
+    return run_pure(plan_state_steps(*args, **kwargs))
 
 
 def plan_state_steps(
