@@ -160,12 +160,17 @@ def run_sync(steps: Steps[T], client: Any) -> T:
             failure = exc
 
 
-async def run_async(steps: Steps[T], client: Any) -> T:
+async def run_async(steps: Steps[T], client: Any, gate: asyncio.Semaphore | None = None) -> T:
     """Drive ``steps`` with a non-blocking aiobotocore client, on the running event loop.
 
     The loop gets a turn between the store's own work and the client's: before each request is
     built and signed, and after each answer is parsed, so no one callback holds the loop for both
     (with many turns in flight, a save's encoding and its request building were the longest step).
+
+    ``gate`` (one per client and loop, as many places as the client has connections) is held while a
+    request is built, sent and answered: with more turns in flight than connections, the others wait
+    before building theirs, not with a built and signed request queued for a connection (about 170
+    objects of the client's each, which every full collection of the garbage collector visits).
 
     A cancellation of the caller's task is thrown into the steps as :class:`Abandoned` at the request
     it interrupted (or, when it came just after an answer, at the next request, with the answer
@@ -189,12 +194,15 @@ async def run_async(steps: Steps[T], client: Any) -> T:
         if abandon_next:  # cancelled after the last answer: this request is not sent
             abandon_next, failure = False, Abandoned(sent=False)
             continue
-        sent = False
+        sent = held = False
         try:
             if isinstance(request, (Sleep, Pause)):
                 await asyncio.sleep(request.seconds if isinstance(request, Sleep) else 0)
                 continue
             await asyncio.sleep(0)
+            if gate is not None:
+                await gate.acquire()
+                held = True
             sent = True
             answer = await getattr(client, _method_name(request.operation))(**request.params)
         except BACKEND_ERRORS as exc:
@@ -204,6 +212,9 @@ async def run_async(steps: Steps[T], client: Any) -> T:
                 raise
             cancelled, failure = exc, Abandoned(sent=sent)
             continue
+        finally:
+            if held:
+                gate.release()  # type: ignore[union-attr]
         try:
             await asyncio.sleep(0)
         except asyncio.CancelledError as exc:

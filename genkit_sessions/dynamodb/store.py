@@ -85,8 +85,8 @@ class DynamoDBSessionStore:
     many sessions are in flight.
 
     The async face :attr:`aio` runs on aiobotocore (``pip install
-    'genkit-sessions[aio]'``), with up to ``aio_connections`` connections, on a
-    client it opens for each event loop; or on ``aio_client``, an aiobotocore
+    'genkit-sessions[aio]'``), with up to ``aio_connections`` connections (and as
+    many requests in flight per loop), on a client it opens for each event loop; or on ``aio_client``, an aiobotocore
     DynamoDB client the caller opened on its event loop and closes itself (so
     stores can share one client); or, when ``executor`` is given, on that
     executor with boto3.
@@ -214,6 +214,11 @@ class DynamoDBSessionStore:
         self._aio_clients: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, tuple[Any, Any] | asyncio.Future[tuple[Any, Any]]
         ] = weakref.WeakKeyDictionary()
+        # As many requests in flight per loop as there are connections: the rest wait before building
+        # theirs (``_calls.run_async``).
+        self._aio_gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+            weakref.WeakKeyDictionary()
+        )
 
     @property
     def client(self) -> Any:
@@ -553,7 +558,12 @@ class AsyncDynamoDBSessionStore:
         await self.aclose()
 
     async def _run(self, steps: Steps[Any]) -> Any:
-        return await run_async(steps, await self._client())
+        client = await self._client()
+        loop = asyncio.get_running_loop()
+        gate = self.sync._aio_gates.get(loop)
+        if gate is None:
+            gate = self.sync._aio_gates[loop] = asyncio.Semaphore(self.sync._aio_settings[4])
+        return await run_async(steps, client, gate)
 
     def _tenant(self, context: Context) -> str:
         return tenant_key(self._engine.settings.tenant_of, context)

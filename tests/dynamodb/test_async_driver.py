@@ -117,6 +117,35 @@ def test_a_cancellation_before_a_request_is_sent_throws_at_that_request_unsent()
     assert log == ["answer a", "abandoned, sent=False", "undone"]
 
 
+def test_a_cancellation_while_waiting_for_a_place_at_the_gate_throws_unsent_and_takes_no_place() -> None:
+    """A request waits for a place at the gate (one per connection) before it is built: cancelled there, it
+    was never sent, and the place it never took is not given back (the gate ends as it began)."""
+    log: list[str] = []
+    client = Client()
+
+    async def main() -> None:
+        gate = asyncio.Semaphore(1)
+        await gate.acquire()  # another request holds the only place
+        task = asyncio.ensure_future(run_async(steps(log), client, gate))
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert client.sent == []  # waiting at the gate, not in the client
+        task.cancel()
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert log == ["abandoned, sent=False"]  # its undo now waits for the place
+        gate.release()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert not gate.locked()
+        await gate.acquire()
+        assert gate.locked()  # exactly one place, as before
+
+    asyncio.run(main())
+    assert client.sent == ["DeleteItem undo"]
+    assert log == ["abandoned, sent=False", "undone"]
+
+
 def test_a_second_cancellation_while_the_steps_take_their_write_back_stops_at_once() -> None:
     log: list[str] = []
     client = Client(hold={"b", "undo"})

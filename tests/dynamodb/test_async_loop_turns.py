@@ -127,3 +127,42 @@ def test_the_store_refuses_an_aio_client_that_is_not_one_or_sits_beside_an_execu
     with concurrent.futures.ThreadPoolExecutor(1) as executor, pytest.raises(GenkitError) as beside:
         DynamoDBSessionStore("t", boto, executor=executor, aio_client=Answering(boto, []))
     assert beside.value.status is Status.INVALID_ARGUMENT and "executor" in beside.value.message
+
+
+def test_no_more_requests_are_in_the_client_at_once_than_the_store_has_connections(boto: Any) -> None:
+    """With more turns in flight than ``aio_connections``, the others wait before building a request
+    (a built, signed request queued for a connection holds the client's objects for nothing)."""
+    create_table(boto, "t")
+    seeding = DynamoDBSessionStore("t", boto)
+    for i in range(8):
+        seeding.save_snapshot(
+            f"s-{i}", lambda _, i=i: SessionSnapshot(snapshot_id=f"s-{i}", state=SessionState(session_id=f"c-{i}"))
+        )
+    inside: list[int] = [0]
+    most: list[int] = [0]
+
+    class Slow(Answering):
+        """Answers after giving the loop a few turns, counting the requests it holds at once."""
+
+        def __getattr__(self, name: str) -> Callable[..., Any]:
+            answer = super().__getattr__(name)
+
+            async def call(**params: Any) -> Any:
+                inside[0] += 1
+                most[0] = max(most[0], inside[0])
+                for _ in range(5):
+                    await asyncio.sleep(0)
+                try:
+                    return await answer(**params)
+                finally:
+                    inside[0] -= 1
+
+            return call
+
+    async def main() -> list[SessionSnapshot | None]:
+        face = DynamoDBSessionStore("t", boto, aio_client=Slow(boto, []), aio_connections=2).aio
+        return await asyncio.gather(*(face.get_snapshot(session_id=f"c-{i}") for i in range(8)))
+
+    found = asyncio.run(main())
+    assert [s.snapshot_id if s else None for s in found] == [f"s-{i}" for i in range(8)]
+    assert most[0] == 2
