@@ -213,8 +213,8 @@ async def run_async(steps: Steps[T], client: Any, gate: asyncio.Semaphore | None
             cancelled, failure = exc, Abandoned(sent=sent)
             continue
         finally:
-            if held:
-                gate.release()  # type: ignore[union-attr]
+            if held and gate is not None:
+                gate.release()
         try:
             await asyncio.sleep(0)
         except asyncio.CancelledError as exc:

@@ -76,9 +76,8 @@ class CorruptData(ValueError):
 
 
 def compress(value: Any) -> bytes:
-    """Compact JSON, zlib-compressed, behind a one-byte format tag."""
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    return _FORMAT + zlib.compress(text.encode("utf-8"), 6)
+    """Compact JSON, zlib-compressed, behind a one-byte format tag (:func:`compress_steps` at once)."""
+    return run_pure(compress_steps(value))
 
 
 # How much work one step of a blob's encoding or decoding does before it gives the event loop a turn
@@ -96,7 +95,8 @@ ITEMS_SLICE = 256
 
 
 def compress_steps(value: Any) -> Steps[bytes]:
-    """:func:`compress`, the same bytes, in steps that give the event loop a turn between slices."""
+    """Compact JSON, zlib-compressed (level 6), behind a one-byte format tag, in steps that give the
+    event loop a turn between slices."""
     text = yield from _dumps_steps(value)
     data = text.encode("utf-8")
     deflate = zlib.compressobj(6)
@@ -152,18 +152,14 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
 
 def decompress_text(data: bytes) -> tuple[Any, bool]:
     """:func:`decompress`, and whether the JSON text holds no surrogate escape, so that no string in the
-    value can hold a lone surrogate (the one thing a text check refuses)."""
-    if not data or data[:1] != _FORMAT:
-        raise CorruptData("unknown blob format tag")
-    try:
-        text = zlib.decompress(data[1:]).decode("utf-8")
-        return json.loads(text), _SURROGATE_ESCAPE.search(text) is None
-    except (zlib.error, UnicodeDecodeError, ValueError) as exc:
-        raise CorruptData(f"blob does not decompress to JSON: {exc}") from None
+    value can hold a lone surrogate (the one thing a text check refuses): :func:`decompress_text_steps`
+    at once."""
+    return run_pure(decompress_text_steps(data))
 
 
 def decompress_text_steps(data: bytes) -> Steps[tuple[Any, bool]]:
-    """:func:`decompress_text` in steps: each inflates and decodes a slice (text with a character
+    """:func:`decompress_text` in steps (raising :class:`CorruptData` for anything :func:`compress` did
+    not write): each inflates and decodes a slice (text with a character
     beyond ASCII decodes at a few hundred MB/s, so decoding a whole page at once takes milliseconds),
     then the JSON is parsed in a step of its own."""
     if not data or data[:1] != _FORMAT:

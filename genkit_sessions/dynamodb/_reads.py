@@ -15,12 +15,11 @@ from typing import Any
 import attrs
 
 from genkit_sessions.dynamodb import _keys as keys
-from genkit_sessions.dynamodb._calls import PAUSE, Steps, batch_get, get_item, query_partition
+from genkit_sessions.dynamodb._calls import PAUSE, Steps, batch_get, get_item, query_partition, run_pure
 from genkit_sessions.dynamodb._codec import (
     CorruptData,
     Recipe,
     decompress,
-    decompress_text,
     decompress_text_steps,
     fold,
     is_update_blob,
@@ -118,10 +117,7 @@ def decoded_payload(
     engine: Engine, tenant: str, session_id: str, snapshot_id: str, ref: tuple[str, int], found: Found
 ) -> tuple[Any, bool]:
     """One blob's payload, and whether its text holds no surrogate escape (see ``stored_messages``)."""
-    try:
-        return decompress_text(_blob_bytes(engine, tenant, session_id, snapshot_id, ref, found))
-    except CorruptData as exc:
-        raise engine.data_loss(snapshot_id, str(exc)) from None
+    return run_pure(decoded_payload_steps(engine, tenant, session_id, snapshot_id, ref, found))
 
 
 def decoded_payload_steps(

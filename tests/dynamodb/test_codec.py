@@ -301,9 +301,14 @@ _payloads = st.dictionaries(st.sampled_from(["a", "m", "r", "p", "h"]), json_val
 @settings(deadline=None, max_examples=60)
 @given(json_values | _long_lists | _payloads)
 def test_compress_in_slices_writes_the_bytes_compress_writes(value: Any) -> None:
+    import json
+    import zlib
+
     from genkit_sessions.dynamodb._codec import compress_steps
 
     assert run_pure(compress_steps(value)) == compress(value)
+    at_once = zlib.compress(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8"), 6)
+    assert compress(value) == b"\x01" + at_once  # the format every reader of the table knows
 
 
 def test_compress_in_slices_pauses_within_a_long_list_and_a_long_text() -> None:
@@ -319,7 +324,16 @@ def test_compress_in_slices_pauses_within_a_long_list_and_a_long_text() -> None:
 def test_inflating_in_slices_reads_or_refuses_exactly_what_inflating_at_once_does(
     value: Any, cut: int, tail: bytes
 ) -> None:
+    import json
+    import zlib
+
     from genkit_sessions.dynamodb._codec import decompress_text, decompress_text_steps
+
+    def at_once(blob: bytes) -> tuple[Any, bool]:  # one zlib call and one decode, as readers always did
+        if blob[:1] != b"\x01":
+            raise ValueError("tag")
+        text = zlib.decompress(blob[1:]).decode("utf-8")
+        return json.loads(text), "\\ud" not in text.lower()
 
     data = compress(value)
     for blob in (data, data[:cut] + tail, data + tail):
@@ -328,8 +342,12 @@ def test_inflating_in_slices_reads_or_refuses_exactly_what_inflating_at_once_doe
         except CorruptData:
             with pytest.raises(CorruptData):
                 run_pure(decompress_text_steps(blob))
+            with pytest.raises((ValueError, zlib.error)):  # UnicodeDecodeError and JSON errors are ValueErrors
+                at_once(blob)
             continue
         assert run_pure(decompress_text_steps(blob)) == expected
+        value_read, _ = at_once(blob)
+        assert strict_equal(value_read, expected[0])
 
 
 def test_inflating_in_slices_pauses_every_64_kb_of_a_large_blob() -> None:
