@@ -591,3 +591,31 @@ def test_an_update_blob_of_more_parts_than_a_transaction_holds_is_deleted_once_r
         assert len(names[-1]) == 1, f"only the current update blob's parts are kept: {len(parts)} parts"
     assert len(names[0] | names[1] | names[2]) == 3, "each change wrote a new update blob"
     assert cold(store).get_snapshot(snapshot_id="p").state == progress  # type: ignore[union-attr]
+
+
+def test_a_write_of_up_to_100_actions_is_one_transaction_and_one_more_is_staged(make_dynamo: StoreFactory) -> None:
+    # chunk_bytes=1000: a root's first write is its item, its head and one action per part; these
+    # states take 97, 98, 99 and 100 parts, so 99, 100, 101 and 102 actions
+    store = make_dynamo(chunk_bytes=1000)
+    guard = guard_of(store)
+    seen: dict[int, dict[str, int]] = {}
+    text = noise(random.Random(7), 140_000)
+    for size in (128_000, 129_500, 130_800, 132_000):
+        session_id = f"s{size}"
+        state = state_of(session_id, [text[:size]])
+        guard.reset()
+        save_new(store, session_id, state)
+        calls = dict(guard.calls)
+        parts = [
+            item
+            for item in scan(store, "pk, sk")
+            if item["pk"]["S"].endswith(SEP + session_id) and item["sk"]["S"].startswith(BLOB_PREFIX)
+        ]
+        seen[len(parts)] = calls
+        assert cold(store).get_snapshot(session_id=session_id).state == state  # type: ignore[union-attr]
+    assert 98 in seen and 99 in seen, f"the states cross the boundary: {sorted(seen)}"
+    for count, calls in seen.items():
+        if count + 2 <= 100:
+            assert calls == {"TransactWriteItems": 1}, (count, calls)
+        else:  # staged: a marker, the parts in batches of 25, each made permanent, then the commit
+            assert calls["TransactWriteItems"] == 1 and calls["BatchWriteItem"] >= 4, (count, calls)
