@@ -619,3 +619,21 @@ def test_a_write_of_up_to_100_actions_is_one_transaction_and_one_more_is_staged(
             assert calls == {"TransactWriteItems": 1}, (count, calls)
         else:  # staged: a marker, the parts in batches of 25, each made permanent, then the commit
             assert calls["TransactWriteItems"] == 1 and calls["BatchWriteItem"] >= 4, (count, calls)
+
+
+def test_a_blob_over_130_kb_compressed_goes_to_parts_and_one_under_it_stays_in_the_snapshot_item(
+    make_dynamo: StoreFactory,
+) -> None:
+    store = make_dynamo()  # chunk_bytes 350,000: both blobs are one part
+    rng = random.Random(3)
+    small = save_new(store, "small", state_of("a", [noise(rng, 150_000)]))  # about 115 KB compressed
+    large = save_new(store, "large", state_of("b", [noise(rng, 200_000)]))  # about 150 KB compressed
+    items = scan(store)
+    snapshot_items = {i["pk"]["S"].rsplit(SEP, 1)[-1]: i for i in items if i["sk"]["S"] == SNAPSHOT_SK}
+    parts = [i for i in items if i["sk"]["S"].startswith(BLOB_PREFIX)]
+    assert len(snapshot_items["small"]["rec"]["B"]) > 100_000, "the small blob is packed with its record"
+    assert len(snapshot_items["large"]["rec"]["B"]) < 10_000, "the large blob is not"
+    assert len(parts) == 1 and parts[0]["pk"]["S"].endswith(SEP + "b") and len(parts[0]["d"]["B"]) > 130 * 1024
+    reader = cold(store)
+    assert reader.get_snapshot(snapshot_id="small") == small
+    assert reader.get_snapshot(snapshot_id="large") == large
