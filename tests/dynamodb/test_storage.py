@@ -219,6 +219,22 @@ def test_rewriting_a_snapshots_state_keeps_its_children_readable(make_dynamo: St
     assert child is not None and child.state is not None and len(child.state.message_list) == 8
 
 
+def test_rewriting_the_state_of_a_snapshot_stored_in_parts_keeps_its_childrens_parts(make_dynamo: StoreFactory) -> None:
+    # the parent's blob is in parts (over 130 KB compressed) and its child's delta is planned on it: the
+    # parent's new state is a blob of its own, and the blob the child reads through stays
+    store = make_dynamo(chunk_bytes=50_000)
+    rng = random.Random(11)
+    parent = save_new(store, "p", state_of("s", [noise(rng, 200_000)]))
+    assert parent.state is not None
+    grown = attrs.evolve(parent.state, messages=(*parent.state.message_list, Message.of_text("model", "ok")))
+    child = save_new(store, "c", grown, "p")
+    rewritten = store.save_snapshot("p", lambda cur: attrs.evolve(cur, state=state_of("s", [noise(rng, 180_000)])))
+    assert rewritten is not None
+    reader = cold(store)
+    assert reader.get_snapshot(snapshot_id="c") == child
+    assert reader.get_snapshot(snapshot_id="p") == rewritten
+
+
 def test_the_async_face_runs_on_the_event_loop_or_on_the_executor_it_was_handed(make_dynamo: StoreFactory) -> None:
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="handed-over")
     native, offloaded = make_dynamo(), make_dynamo(executor=pool)
