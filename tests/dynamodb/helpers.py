@@ -164,8 +164,9 @@ def parts_left_forever(store: DynamoDBSessionStore, live: Iterable[str], *, mark
 def inject_fault(store: DynamoDBSessionStore, index: int, kind: str) -> list[str]:
     """Make the DynamoDB call at ``index`` (counted from now) of the store's client fail; returns the
     operations seen, in order. ``throttled`` and ``internal-error`` fail it before DynamoDB applies
-    anything; ``answer-lost`` lets it through and then raises a read timeout, so it was applied but the
-    caller does not know."""
+    anything; ``answer-lost`` lets it through and then raises a read timeout, and ``applied-500`` lets it
+    through and then answers InternalServerError (HTTP 500, which AWS documents as an outcome unknown to
+    the caller): either way it was applied but the caller does not know."""
     from botocore.exceptions import ReadTimeoutError
 
     from tests.dynamodb_backends import client_error, guard_of
@@ -187,6 +188,8 @@ def inject_fault(store: DynamoDBSessionStore, index: int, kind: str) -> list[str
     def after(operation: str, params: dict[str, Any]) -> None:
         if lost[0]:
             lost[0] = False
+            if kind == "applied-500":
+                raise client_error("InternalServerError", "Internal server error", operation, http_status=500)
             raise ReadTimeoutError(endpoint_url="http://127.0.0.1:1/")
 
     guard.faults.append(before)

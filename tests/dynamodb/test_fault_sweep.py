@@ -16,7 +16,9 @@ checks that:
 
 The kinds: ``throttled`` (ThrottlingException) and ``internal-error`` (InternalServerError, HTTP 500)
 are raised before the call, so DynamoDB applies nothing; ``answer-lost`` lets a write through and then
-raises ReadTimeoutError, so it was applied but the caller does not know.
+raises ReadTimeoutError, and ``applied-500`` lets it through and then answers InternalServerError (HTTP
+500: AWS documents a 5xx as an outcome the caller cannot know), so it was applied but the caller does
+not know.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from tests.dynamodb.write_paths import (
 from tests.dynamodb_backends import guard_of
 
 WRITES = {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"}
-KINDS = ("throttled", "internal-error", "answer-lost")
+KINDS = ("throttled", "internal-error", "answer-lost", "applied-500")
 
 
 SEQUENCES = recorded_sequences()
@@ -66,7 +68,7 @@ POINTS = [
     for path in PATHS
     for index, operation in ((i, SEQUENCES[path.name][i]) for i in swept_calls(path, SEQUENCES[path.name]))
     for kind in KINDS
-    if kind != "answer-lost" or operation in WRITES
+    if kind not in ("answer-lost", "applied-500") or operation in WRITES
 ]
 
 _REFERENCES: dict[tuple[str, str], Reference] = {}
