@@ -12,7 +12,16 @@ from typing import Any
 import attrs
 import pytest
 
-from genkit_sessions import AgentInit, GenkitError, Message, SessionResolver, SessionSnapshot, SessionState, Status
+from genkit_sessions import (
+    AgentInit,
+    ErrorInfo,
+    GenkitError,
+    Message,
+    SessionResolver,
+    SessionSnapshot,
+    SessionState,
+    Status,
+)
 from genkit_sessions.dynamodb import AsyncDynamoDBSessionStore, DynamoDBSessionStore
 from tests.dynamodb.helpers import cold, left_behind, noise, prose, save_new, scan, state_of
 from tests.dynamodb.layout import BLOB_PREFIX, PAGE_PREFIX, SEP, SNAPSHOT_SK, Recipe, head_key
@@ -653,3 +662,23 @@ def test_a_blob_over_130_kb_compressed_goes_to_parts_and_one_under_it_stays_in_t
     reader = cold(store)
     assert reader.get_snapshot(snapshot_id="small") == small
     assert reader.get_snapshot(snapshot_id="large") == large
+
+
+def test_a_record_over_120_kb_compressed_is_refused_before_anything_is_written(make_dynamo: StoreFactory) -> None:
+    store = make_dynamo()
+    trace = noise(random.Random(9), 200_000)  # error details of about 150 KB compressed
+    with pytest.raises(GenkitError) as caught:
+        save_new(
+            store, "p", state_of("s", ["hi"]), error=ErrorInfo(status="UNKNOWN", message="m", details={"t": trace})
+        )
+    assert caught.value.status is Status.INVALID_ARGUMENT
+    assert "everything but its state" in str(caught.value) and "move large data into the state" in str(caught.value)
+    assert scan(store) == []
+    # the same details under the limit, and the same bytes in the state: both stored
+    kept = save_new(
+        store,
+        "q",
+        state_of("s", [trace]),
+        error=ErrorInfo(status="UNKNOWN", message="m", details={"t": trace[:100_000]}),
+    )
+    assert cold(store).get_snapshot(snapshot_id="q") == kept
