@@ -598,26 +598,6 @@ def test_progress_replacing_an_update_blob_in_parts_deletes_the_old_parts_in_the
     assert cold(store).get_snapshot(snapshot_id="p").state == progress  # type: ignore[union-attr]
 
 
-def test_an_update_blob_of_more_parts_than_a_transaction_holds_is_deleted_once_replaced(
-    make_dynamo: StoreFactory,
-) -> None:
-    # chunk_bytes=1000 and 150 KB of noise: every update blob has about 150 parts, so the commit that
-    # replaces one cannot also delete the old parts (100 actions) and deletes them right after it lands
-    store = make_dynamo(chunk_bytes=1000)
-    store.save_snapshot("p", lambda _: SessionSnapshot(snapshot_id="p", session_id="s", status="pending"))
-    names: list[set[str]] = []
-    for step in range(3):
-        progress = state_of("s", ["hello", noise(random.Random(40 + step), 150_000)])
-        saved = store.save_snapshot("p", lambda c, s=progress: attrs.evolve(c, state=s) if c else None)
-        assert saved is not None and saved.state == progress
-        parts = [i["sk"]["S"] for i in scan(store, "pk, sk") if i["sk"]["S"].startswith(BLOB_PREFIX)]
-        assert len(parts) > 100, "more parts than one transaction holds"
-        names.append({sk.split(SEP)[2] for sk in parts})
-        assert len(names[-1]) == 1, f"only the current update blob's parts are kept: {len(parts)} parts"
-    assert len(names[0] | names[1] | names[2]) == 3, "each change wrote a new update blob"
-    assert cold(store).get_snapshot(snapshot_id="p").state == progress  # type: ignore[union-attr]
-
-
 def test_a_write_of_up_to_100_actions_is_one_transaction_and_one_more_is_staged(make_dynamo: StoreFactory) -> None:
     # chunk_bytes=1000: a root's first write is its item, its head and one action per part; these
     # states take 97, 98, 99 and 100 parts, so 99, 100, 101 and 102 actions
