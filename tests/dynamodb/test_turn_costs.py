@@ -303,3 +303,31 @@ def test_an_update_blob_of_more_parts_than_a_transaction_holds_is_replaced_too(m
     assert len(names) == 1 and len(_parts(store)) <= first + 2  # the replaced blob's parts went after the commit
     back = cold(store, chunk_bytes=1000).get_snapshot(snapshot_id="p")
     assert back is not None and back.state == bigger
+
+
+def test_a_turn_that_streams_progress_then_completes_and_the_next_turn_cost_one_write_each(
+    make_dynamo: StoreFactory,
+) -> None:
+    # A pending turn's state and status changes move the session's version: the store that made them
+    # builds each next write on the head they left, so no write of the sequence loses a race to itself.
+    store = make_dynamo()
+    save_new(store, "a", state_of("s", ["hello", "hi"]))
+    pending = save_new(store, "p", state_of("s", ["hello", "hi", "next"]), "a", status=SnapshotStatus.PENDING)
+    assert pending.state is not None
+    guard = guard_of(store)
+    steps = {
+        "progress": lambda cur: attrs.evolve(cur, state=state_of("s", ["hello", "hi", "next", "partial"])),
+        "complete": lambda cur: attrs.evolve(cur, status=SnapshotStatus.COMPLETED),
+    }
+    for step, mutate in steps.items():
+        guard.reset()
+        assert store.save_snapshot("p", lambda cur, m=mutate: m(cur) if cur else None) is not None
+        assert guard.calls["TransactWriteItems"] == 1, (step, dict(guard.calls))
+    guard.reset()  # the next turn: resume by session id, then save a child
+    leaf = store.get_snapshot(session_id="s")
+    assert leaf is not None and leaf.snapshot_id == "p" and leaf.state is not None
+    save_new(
+        store, "c", attrs.evolve(leaf.state, messages=(*leaf.state.message_list, Message.of_text("user", "x"))), "p"
+    )
+    assert guard.calls["TransactWriteItems"] == 1 and guard.calls["GetItem"] + guard.calls["BatchGetItem"] <= 2
+    assert cold(store).get_snapshot(session_id="s").snapshot_id == "c"  # type: ignore[union-attr]
