@@ -546,3 +546,32 @@ def test_a_change_racing_a_new_turn_of_its_session_retries_on_the_moved_head_and
     assert reader.get_snapshot(snapshot_id="p") == saved
     assert [s.snapshot_id for s in reader.list_snapshots("s")] == ["p", "b"], "the racing turn is kept"
     assert reader.get_session_record("s").version == 3  # type: ignore[union-attr]
+
+
+# --- a child planned on a parent another instance changed since this one read it -------------------
+
+
+@pytest.mark.parametrize("size", [40, 200_000], ids=["packed", "in-parts"])
+def test_a_child_of_a_parent_another_instance_changed_since_this_one_read_it_reads_back_exactly(
+    make_dynamo: StoreFactory, size: int
+) -> None:
+    # The parent's state changed twice: once by this store, which then resumes the session (holding the
+    # parent, update blob and all, with the head it read), then by another instance, whose update blob
+    # replaces the first. A child this store saves is planned on what is stored, not on the copy it
+    # holds: its delta must not name the replaced blob.
+    store = make_dynamo()
+    rng = random.Random(12)
+    save_new(store, "a", state_of("s", ["hello"]))
+    save_new(store, "p", state_of("s", ["hello", "working"]), "a", status=SnapshotStatus.PENDING)
+    mine = state_of("s", ["hello", "working", noise(rng, size)])
+    assert store.save_snapshot("p", lambda cur: attrs.evolve(cur, state=mine) if cur else None) is not None
+    resumed = store.get_snapshot(session_id="s")
+    assert resumed is not None and resumed.snapshot_id == "p" and resumed.state == mine
+    theirs = state_of("s", ["hello", "working", noise(rng, size), "edited elsewhere"])
+    other = cold(store)
+    assert other.save_snapshot("p", lambda cur: attrs.evolve(cur, state=theirs) if cur else None) is not None
+    child_state = attrs.evolve(mine, messages=(*mine.message_list, Message.of_text("model", "done")))
+    child = save_new(store, "c", child_state, "p")
+    reader = cold(store)
+    assert reader.get_snapshot(snapshot_id="c") == child
+    assert reader.get_snapshot(snapshot_id="p").state == theirs  # type: ignore[union-attr]
