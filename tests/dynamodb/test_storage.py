@@ -312,6 +312,26 @@ def test_finishing_a_pending_turn_this_store_saved_costs_one_conditional_write(m
     assert dict(guard.calls) == {"TransactWriteItems": 1}  # the snapshot and the session's version, atomically
 
 
+def test_a_heartbeat_in_a_session_read_to_have_no_expiry_is_one_conditional_update(make_dynamo: StoreFactory) -> None:
+    # Neither state nor status changes, so the session's version stays and no transaction is needed (one
+    # costs twice the write units); but a store that has not read the head cannot know the session has
+    # no expiry, so it checks the head is alive in the same transaction.
+    store = make_dynamo()
+    store.save_snapshot("a", lambda _: SessionSnapshot(snapshot_id="a", session_id="s", status="pending"))
+    guard = guard_of(store)
+    guard.reset()
+    first = store.heartbeat("a")
+    assert dict(guard.calls) == {"TransactWriteItems": 1}
+    resumed = cold(store)
+    assert resumed.get_snapshot(session_id="s") is not None  # reads the head: no expiry
+    guard.reset()
+    beat = resumed.heartbeat("a")
+    assert dict(guard.calls) == {"UpdateItem": 1}
+    assert first.heartbeat_at is not None and beat.heartbeat_at is not None and beat.heartbeat_at >= first.heartbeat_at
+    assert cold(store).get_snapshot(snapshot_id="a").heartbeat_at == beat.heartbeat_at  # type: ignore[union-attr]
+    assert cold(store).get_session_record("s").version == 1  # type: ignore[union-attr]
+
+
 def test_a_wrong_guess_never_lands_and_the_mutator_sees_what_is_stored(make_dynamo: StoreFactory) -> None:
     writer = make_dynamo()
     writer.save_snapshot("a", lambda _: SessionSnapshot(snapshot_id="a", session_id="s", status="pending"))
