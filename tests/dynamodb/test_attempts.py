@@ -81,3 +81,22 @@ def test_an_id_held_by_a_session_whose_deletion_stopped_part_way_is_failed_preco
     assert caught.value.status is Status.FAILED_PRECONDITION
     assert "delete_session('old')" in caught.value.message
     assert cold(store).list_snapshots("new") == []
+
+
+def test_a_child_refused_because_its_parent_expired_with_its_session_deletes_nothing(
+    make_dynamo: StoreFactory,
+) -> None:
+    # S7 refuses the child (its parent reads as absent) before anything is written: the expired session
+    # is left for delete_expired_sessions, as on the in-memory store
+    clock = _Clock()
+    store = make_dynamo(clock=clock)
+    store.create_session("e", ttl=timedelta(minutes=5))
+    store.save_snapshot("root", lambda _: SessionSnapshot(snapshot_id="root", session_id="e"))
+    clock.now += timedelta(minutes=10)
+    for writer in (store, cold(store, clock=clock)):  # one that holds the parent, one that reads it
+        with pytest.raises(GenkitError) as caught:
+            writer.save_snapshot(
+                "child", lambda _: SessionSnapshot(snapshot_id="child", session_id="e", parent_id="root")
+            )
+        assert caught.value.status is Status.INVALID_ARGUMENT
+    assert store.delete_expired_sessions(clock.now) == 1
