@@ -465,8 +465,9 @@ def _finish_reason(current: SessionSnapshot | None) -> SessionSnapshot | None:
     return attrs.evolve(current, finish_reason="stop") if current is not None else None
 
 
+@pytest.mark.parametrize("changed", ["p", "c"], ids=["root", "child"])
 def test_a_change_to_a_snapshot_whose_session_expired_after_it_was_read_sees_it_absent_like_memory(
-    make_dynamo: StoreFactory,
+    make_dynamo: StoreFactory, changed: str
 ) -> None:
     clocks = (_Clock(), _Clock())
     memory = InMemorySessionStore(clock=clocks[0])
@@ -474,12 +475,13 @@ def test_a_change_to_a_snapshot_whose_session_expired_after_it_was_read_sees_it_
     for each in (memory, store):
         each.create_session("s", ttl=timedelta(minutes=5))
         save_new(each, "p", state_of("s", ["p"]))  # type: ignore[arg-type]
-        assert each.get_snapshot(snapshot_id="p") is not None  # read while the session is alive
+        save_new(each, "c", state_of("s", ["p", "c"]), "p")  # type: ignore[arg-type]
+        assert each.get_snapshot(snapshot_id=changed) is not None  # read while the session is alive
     for clock in clocks:
         clock.now += timedelta(minutes=10)
-    assert memory.save_snapshot("p", _finish_reason) is None  # the reference: expired reads as absent
-    assert store.save_snapshot("p", _finish_reason) is None
-    assert cold(store, clock=clocks[1]).get_snapshot(snapshot_id="p") is None
+    assert memory.save_snapshot(changed, _finish_reason) is None  # the reference: expired reads as absent
+    assert store.save_snapshot(changed, _finish_reason) is None
+    assert cold(store, clock=clocks[1]).get_snapshot(snapshot_id=changed) is None
     assert left_behind(store) == [], "the expired session the write found is deleted before it is judged again"
 
 
