@@ -682,3 +682,15 @@ def test_a_record_over_120_kb_compressed_is_refused_before_anything_is_written(m
         error=ErrorInfo(status="UNKNOWN", message="m", details={"t": trace[:100_000]}),
     )
     assert cold(store).get_snapshot(snapshot_id="q") == kept
+
+
+def test_a_changed_state_of_one_two_or_three_parts_reads_back_exactly(make_dynamo: StoreFactory) -> None:
+    # chunk_bytes=1000: update blobs of one part (packed into the snapshot item), two and three parts
+    store = make_dynamo(chunk_bytes=1000)
+    store.save_snapshot("p", lambda _: SessionSnapshot(snapshot_id="p", session_id="s", status="pending"))
+    rng = random.Random(31)
+    for size in (300, 1_800, 3_000):
+        progress = state_of("s", ["hello", noise(rng, size)])
+        saved = store.save_snapshot("p", lambda c, s=progress: attrs.evolve(c, state=s) if c else None)
+        assert saved is not None
+        assert cold(store, chunk_bytes=1000).get_snapshot(snapshot_id="p") == saved, size
