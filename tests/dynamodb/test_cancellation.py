@@ -4,8 +4,9 @@ An agent framework cancels a turn's task when its client goes away or a deadline
 request the store is waiting on. The async face (aiobotocore, through :class:`LocalDynamoDB`'s proxy,
 so each request really is in flight) must let the cancellation through as ``CancelledError`` (never
 swallowed, never turned into a store error) and leave the table as a failure would: a cold store
-reads as before the operation or as after it, no blob part is left that nothing references and that
-never expires, and the operation, run again, finishes and reads as after.
+reads as before the operation or as after it (as before, whenever the cancellation came before the
+write's commit was sent: a cancelled write never goes on to commit), no blob part is left that
+nothing references and that never expires, and the operation, run again, finishes and reads as after.
 
 Each write path runs once uncancelled when the module's store is first used, which records the
 requests it makes at the proxy. Then, for every request and both outcomes, a test runs the same
@@ -156,6 +157,12 @@ class Point:
         return f"{self.path.name}-{self.index:02d}-{self.outcome}"
 
 
+def _commit_index(requests: tuple[str, ...]) -> int | None:
+    """The request that commits a write path: its last transaction (None for a path that has none)."""
+    found = [index for index, operation in enumerate(requests) if operation == "TransactWriteItems"]
+    return found[-1] if found else None
+
+
 SEQUENCES = recorded_sequences()  # the blocking store's calls: the same steps drive the async face
 POINTS = [
     Point(path, index, outcome)
@@ -188,6 +195,12 @@ def test_a_task_cancelled_at_any_request_of_a_write_reads_as_before_or_after_and
             pytest.fail(
                 f"reads neither as before nor as after. Against before: {differences(observed, reference.before)}. "
                 f"Against after: {differences(observed, reference.after)}"
+            )
+        commit = _commit_index(reference.requests)
+        if not path.deletes and commit is not None and point.index < commit:
+            assert observed == reference.before, (
+                f"cancelled at request {point.index}, before its commit (request {commit}) was sent, the write "
+                f"still landed: {differences(observed, reference.before)}"
             )
         if not path.deletes:
             assert parts_left_forever(store, live(observed, operation), marked_ok=path.staged_before) == [], (
