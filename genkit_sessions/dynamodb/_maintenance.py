@@ -296,13 +296,13 @@ def _head_actions(
         if isinstance(decoded, GenkitError):
             raise decoded
         held[snapshot_id] = (decoded[0], decoded[1], item)
-    # The one leaf rule over the commit order a restore leaves (write_rules.restore_order): the table
-    # keeps which snapshot committed last (the head's leaf), so the others held go in createdAt order.
+    # The one leaf rule over the commit order a restore leaves (write_rules.restore_order): the head's
+    # leaf last of the snapshots held, the others in createdAt order.
     fresh = {i: (attrs.evolve(s, state=None), r, item) for i, (s, r, item) in restored.items()}
     union = {**held, **fresh}
     before = set(was_listed)
     order = restore_order(
-        sorted((union[i][0] for i in was_listed if i in union), key=lambda s: (s.created_at, s.snapshot_id)),
+        (union[i][0] for i in was_listed if i in union),
         (envelope for i, (envelope, _, _) in fresh.items() if i not in before),
         read.item["leaf"]["S"] if read.alive and read.item is not None and "leaf" in read.item else None,
     )

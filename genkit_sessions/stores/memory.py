@@ -387,8 +387,8 @@ class InMemorySessionStore:
         No stamping and no rule checks: broken or cyclic parent chains are kept
         as given (the resolver reports them as DATA_LOSS). Each touched session's
         leaf is recomputed by the one leaf rule (``leaf_of`` over ``restore_order``):
-        the snapshots it held keep their places, new ones follow in the order
-        given, so restoring what a session holds never moves its leaf.
+        the snapshots it held by createdAt with its leaf last, new ones after them
+        in the order given, so restoring what a session holds never moves its leaf.
         All or nothing: one snapshot that names no session refuses the whole batch.
         """
         batch = [restorable(snapshot) for snapshot in snapshots]

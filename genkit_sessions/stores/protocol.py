@@ -171,8 +171,10 @@ class SupportsRestore(Protocol):
     def restore_snapshots(self, snapshots: Iterable[SessionSnapshot], *, context: Context = None) -> int:
         """Store the snapshots verbatim (no stamping, no rule checks); returns how many.
 
-        Snapshots the session already holds keep their place in its commit order; new ones commit
-        after them in the order given, and the leaf follows (``write_rules.restore_order``).
+        Snapshots the session already holds keep its leaf; new ones commit after them in the order
+        given, and the leaf follows (``write_rules.restore_order``). When the restore moves the leaf
+        away or gives it a child and brings no new childless snapshot, the last childless snapshot
+        left by createdAt (then snapshot id) is the leaf.
         """
         ...
 

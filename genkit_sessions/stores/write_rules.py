@@ -409,17 +409,20 @@ def leaf_of(snapshots: Iterable[SessionSnapshot]) -> SessionSnapshot | None:
 def restore_order(
     stored: Iterable[SessionSnapshot], restored: Iterable[SessionSnapshot], leaf_id: str | None
 ) -> list[SessionSnapshot]:
-    """A session's commit order after a restore, for :func:`leaf_of`: the snapshots it held keep their
-    places (a restored copy replaces the stored one where it stood), the current leaf (``leaf_id``) last
-    of them, and the snapshots new to the session follow in the order given. So a restore of snapshots
-    the session already holds never moves its leaf, and an export (which lists each session's leaf
-    last of its childless snapshots) imported into an empty store keeps its leaf.
+    """A session's commit order after a restore, for :func:`leaf_of`: the snapshots it held (a restored
+    copy standing for the stored one) by createdAt, then snapshot id, with the current leaf (``leaf_id``)
+    last of them; the snapshots new to the session follow in the order given. So a restore of
+    snapshots the session already holds never moves its leaf, and an export (which lists each session's
+    leaf last of its childless snapshots) imported into an empty store keeps its leaf.
 
-    ``stored`` is in the store's commit order where the store keeps it (in memory), else in createdAt
-    order (DynamoDB keeps which snapshot committed last, the leaf, not the whole order); the two differ
-    only when a restore moves or re-parents the stored leaf and brings no new childless snapshot.
+    Of the commit order a store keeps only its end, the leaf: the snapshots held are taken by createdAt,
+    as every store lists them. That decides only when a restore moves the stored leaf to another
+    session or gives it a child and brings no new childless snapshot; the leaf is then the last
+    childless snapshot left in listing order, on every store alike.
     """
-    order: dict[str, SessionSnapshot] = {s.snapshot_id: s for s in stored}
+    order: dict[str, SessionSnapshot] = {
+        s.snapshot_id: s for s in sorted(stored, key=lambda s: (s.created_at, s.snapshot_id))
+    }
     if leaf_id is not None and leaf_id in order:
         order[leaf_id] = order.pop(leaf_id)
     for snapshot in restored:
@@ -432,5 +435,4 @@ def listing_order(snapshots: Iterable[SessionSnapshot], leaf_id: str | None) -> 
     (then snapshot id), the leaf last. The same data lists the same in every store, and the last
     snapshot listed without children is the leaf, so restoring a listing in its order (an import into
     an empty store) keeps the leaf."""
-    ordered = sorted(snapshots, key=lambda s: (s.created_at, s.snapshot_id))
-    return restore_order(ordered, (), leaf_id)
+    return restore_order(snapshots, (), leaf_id)

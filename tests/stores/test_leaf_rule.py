@@ -115,15 +115,16 @@ def test_an_export_imported_into_an_empty_store_keeps_its_leaf(make_store: Store
         assert again.getvalue() == exported.getvalue()
 
 
-def test_new_snapshots_a_restore_brings_commit_after_those_held_in_the_order_given(store: Any) -> None:
-    def at(snapshot_id: str, parent_id: str | None, minute: int) -> SessionSnapshot:
-        return SessionSnapshot(
-            snapshot_id=snapshot_id,
-            session_id="s",
-            parent_id=parent_id,
-            created_at=f"2026-01-01T00:{minute:02d}:00.000000Z",
-        )
+def at(snapshot_id: str, parent_id: str | None, minute: int, session_id: str = "s") -> SessionSnapshot:
+    return SessionSnapshot(
+        snapshot_id=snapshot_id,
+        session_id=session_id,
+        parent_id=parent_id,
+        created_at=f"2026-01-01T00:{minute:02d}:00.000000Z",
+    )
 
+
+def test_new_snapshots_a_restore_brings_commit_after_those_held_in_the_order_given(store: Any) -> None:
     # Written by skewed writers elsewhere: "late" was stamped before "early" though it came after it.
     store.restore_snapshots([at("root", None, 0), at("early", "root", 30), at("late", "root", 10)])
     assert leaf_id(store) == "late"
@@ -131,6 +132,38 @@ def test_new_snapshots_a_restore_brings_commit_after_those_held_in_the_order_giv
     assert leaf_id(store) == "branch"
     store.restore_snapshots([at("early", "root", 30)])  # already held: keeps its place
     assert leaf_id(store) == "branch"
+
+
+def test_a_restore_that_moves_the_leaf_away_leaves_the_last_childless_snapshot_by_created_at(
+    store: Any,
+) -> None:
+    # Committed x, y, z in that order, stamped 30, 10 and 20 minutes past: z is the leaf.
+    store.restore_snapshots([at("x", None, 30), at("y", None, 10), at("z", None, 20)])
+    assert leaf_id(store) == "z"
+    store.restore_snapshots([at("z", None, 20, session_id="t")])  # the leaf moves to another session
+    # The snapshots left are taken by createdAt, as every store lists them: y (10), then x (30). The
+    # commit order (x before y) is not what decides, for DynamoDB keeps only the leaf of it.
+    assert leaf_id(store) == "x"
+    assert [s.snapshot_id for s in store.list_snapshots("s")] == ["y", "x"]
+
+
+def test_a_restore_that_gives_the_leaf_a_child_it_already_held_leaves_the_last_childless_by_created_at(
+    store: Any,
+) -> None:
+    store.restore_snapshots([at("x", None, 30), at("y", None, 10), at("z", None, 20)])
+    store.restore_snapshots([at("y", "z", 10)])  # y, already held, now names the leaf z as its parent
+    assert leaf_id(store) == "x"  # childless are y (10) and x (30): x has the later createdAt
+
+
+def test_snapshots_left_with_one_created_at_are_taken_by_snapshot_id_when_the_leaf_moves_away(
+    store: Any,
+) -> None:
+    store.restore_snapshots([at("e", None, 0), at("d", None, 0), at("b", None, 0)])
+    assert leaf_id(store) == "b"
+    store.restore_snapshots([at("e", None, 0)])  # held: keeps its place, the leaf stays
+    assert leaf_id(store) == "b"
+    store.restore_snapshots([at("b", None, 0, session_id="t")])
+    assert leaf_id(store) == "e"  # one createdAt: d, then e
 
 
 # --- the rule itself ----------------------------------------------------------------------------
@@ -172,7 +205,25 @@ def test_restoring_snapshots_held_never_moves_the_leaf(tree: list[SessionSnapsho
     assert before is not None
     order = restore_order(tree, again, before.snapshot_id)
     assert leaf_of(order) == before
-    assert [s.snapshot_id for s in order][:-1] == [s.snapshot_id for s in tree if s is not before]
+    others = sorted((s for s in tree if s is not before), key=lambda s: (s.created_at, s.snapshot_id))
+    assert [s.snapshot_id for s in order][:-1] == [s.snapshot_id for s in others]
+
+
+@settings(max_examples=200, deadline=None)
+@given(trees, st.data())
+def test_the_leaf_after_a_restore_does_not_depend_on_the_order_a_store_holds_its_snapshots_in(
+    tree: list[SessionSnapshot], data: st.DataObject
+) -> None:
+    # A store may hold a session's snapshots in any order (DynamoDB keeps them in a set): with the same
+    # snapshots, the same leaf and the same batch, every store must reach the same leaf, whatever the
+    # batch moves away or re-parents.
+    held = data.draw(st.permutations(tree))
+    leaf = data.draw(st.sampled_from(tree)).snapshot_id
+    batch = data.draw(st.lists(st.sampled_from(tree), unique_by=lambda s: s.snapshot_id))
+    assert leaf_of(restore_order(held, (), leaf)) == leaf_of(restore_order(tree, (), leaf))
+    assert [s.snapshot_id for s in restore_order(held, batch, leaf)] == [
+        s.snapshot_id for s in restore_order(tree, batch, leaf)
+    ]
 
 
 def test_a_cycle_has_no_leaf() -> None:
