@@ -36,7 +36,7 @@ from genkit_sessions.service import (
     MessageCountTrigger,
     SessionService,
 )
-from genkit_sessions.stores.protocol import SessionRecord
+from genkit_sessions.stores.protocol import CallOptions, SessionRecord
 from genkit_sessions_conformance.cases import Case, load_cases, select_cases
 from genkit_sessions_conformance.match import Mismatch, match
 from genkit_sessions_conformance.store_handle import (
@@ -630,6 +630,9 @@ async def _perform(
         return await handle.call("get_snapshot", context=context, **kwargs)
     if op == "save":
         mutator = _mutator(step["mutator"], step["snapshotId"], seen)
+        if "expectedVersion" in step:  # a compare-and-set on the session's version (capability sessions)
+            options = CallOptions(expected_version=step["expectedVersion"])
+            return await handle.call("save_snapshot", step["snapshotId"], mutator, context=context, options=options)
         return await handle.call("save_snapshot", step["snapshotId"], mutator, context=context)
     if op == "list":
         listed = await handle.call("list_snapshots", step["sessionId"], context=context)

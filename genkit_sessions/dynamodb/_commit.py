@@ -169,24 +169,25 @@ def save(
     )
 
 
-def _judge_the_item_in_the_way(engine: Engine, tenant: str, snapshot_id: str) -> Steps[None]:
+def _judge_the_item_in_the_way(engine: Engine, tenant: str, snapshot_id: str) -> Steps[str | None]:
     """A create refused because the id's item exists: when that item lives in an expired session (it read
-    as absent), or in one whose deletion stopped part way (its head lists what is left), Expired, so the
-    session is deleted (the deletion finished) and the write goes on, as in the in-memory store; when it
-    lives in a session with no head at all, FAILED_PRECONDITION naming it. Otherwise another writer
-    created the id meanwhile, and the caller retries on what it wrote."""
+    as absent), or in one whose deletion stopped part way (its head lists what is left), that session, to
+    be deleted (the deletion finished) before the write goes on, as in the in-memory store; when it
+    lives in a session with no head at all, FAILED_PRECONDITION naming it. Otherwise (None) another
+    writer created the id meanwhile, and the caller retries on what it wrote."""
     home = yield from home_of(engine, tenant, snapshot_id)
     if home is None:
-        return
+        return None
     session_id, head = home
     if (head.alive and head.expired(engine.now_ms())) or head.deleting:
-        raise Expired(session_id)
+        return session_id
     if not head.alive:
         raise GenkitError(
             Status.FAILED_PRECONDITION,
             f"snapshot id {snapshot_id!r} is still held by session {session_id!r}, which has no live head: its "
             f"deletion left it behind; run delete_session({session_id!r}) again before reusing the id",
         )
+    return None
 
 
 def _guess(engine: Engine, tenant: str, snapshot_id: str, mutator: Mutator) -> tuple[Loaded | None, Any]:
@@ -317,7 +318,14 @@ def _create(
                     "run delete_session again, or restore the session, before adding to it",
                 ) from None
         else:  # the id's item is there though it read as absent, or another writer just created it
-            yield from _judge_the_item_in_the_way(engine, tenant, snapshot_id)
+            home = yield from _judge_the_item_in_the_way(engine, tenant, snapshot_id)
+            if home is not None:  # an expired session holds the id: deleted once the write is sure to go on
+                if expected is not None:  # refused before anything changes, as in every store
+                    head = yield from read_head(engine, tenant, session_id)
+                    visible = head.visible_version(engine.now_ms())
+                    if visible != expected:
+                        raise version_conflict(session_id, expected, visible) from None
+                raise Expired(home) from None
         raise Contention(lost) from None
     except GenkitError:
         engine.see_head(tenant, session_id, None)  # the outcome may be unknown: read the head next time

@@ -251,6 +251,26 @@ def test_a_save_refused_by_its_parent_rule_leaves_the_expired_session_it_named_f
     assert store.delete_expired_sessions(clock.now) == 1  # the refused saves changed nothing
 
 
+@pytest.mark.parametrize("into", ["another session", "the expired session"])
+def test_a_save_refused_by_its_expected_version_leaves_the_expired_session_holding_its_id_for_delete_expired(
+    make_store: StoreFactory, into: str
+) -> None:
+    clock = _Clock()
+    store = make_store(clock=clock)
+    store.create_session("old", ttl=timedelta(seconds=30))
+    _new(store, "e", "old", ["in the expired session"])
+    _new(store, "a", "live", ["a live session at version 1"])
+    clock.now += timedelta(minutes=5)  # "old" reads as absent, and so does its "e"
+    session_id = "live" if into == "another session" else "old"
+    parent = "a" if into == "another session" else None
+    mine = SessionSnapshot(snapshot_id="e", session_id=session_id, parent_id=parent, state=_state(session_id, ["x"]))
+    with pytest.raises(GenkitError) as caught:  # the live session is at 1, the expired one at 0
+        store.save_snapshot("e", lambda _: mine, options=CallOptions(expected_version=7))
+    assert caught.value.status is Status.ABORTED and caught.value.reason == "VERSION_CONFLICT"
+    assert store.get_snapshot(snapshot_id="e") is None
+    assert store.delete_expired_sessions(clock.now) == 1  # the refused save deleted nothing
+
+
 def test_a_first_save_on_an_expected_version_above_zero_is_a_version_conflict_after_a_read_of_the_session(
     make_store: StoreFactory,
 ) -> None:
