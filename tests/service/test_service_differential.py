@@ -19,10 +19,9 @@ prints the counts.
 
 from __future__ import annotations
 
-import collections
 import os
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -32,7 +31,6 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 from genkit_sessions import (
     AppendResult,
     CompactionResult,
-    GenkitError,
     InMemorySessionStore,
     KeepLastStrategy,
     Message,
@@ -47,7 +45,7 @@ from genkit_sessions import (
     ToolResponsePart,
 )
 from genkit_sessions.stores.protocol import HistoryWindow, SessionPage, SessionRecord
-from tests.stores.machines import run_machine
+from tests.stores.machines import Agreement, StillClock, outcome, run_machine
 
 EXAMPLES = int(os.environ.get("GENKIT_SERVICE_DIFF_EXAMPLES", "10"))
 SESSION_IDS = ("s1", "s2", "s3", "f1", "f2")  # the f-sessions are not there at the start: forks make them
@@ -56,24 +54,7 @@ STEPS = (timedelta(seconds=1), timedelta(seconds=20), timedelta(seconds=45), tim
 SHAPES = ("user", "user-model", "tool-call", "tool-answer", "none")
 
 
-class Clock:
-    """The one time source every store and service reads; the sequence moves it on."""
-
-    def __init__(self) -> None:
-        self.now = datetime(2030, 1, 1, tzinfo=timezone.utc)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-class Counts:
-    def __init__(self) -> None:
-        self.sequences = 0
-        self.steps = 0
-        self.errors: collections.Counter[str] = collections.Counter()
-
-
-COUNTS = Counts()
+COUNTS = Agreement()
 
 
 class Names:
@@ -125,13 +106,6 @@ def _plain(value: Any, names: Names) -> Any:
     return str(value)
 
 
-def _outcome(action: Callable[[], Any], names: Names) -> tuple[str, Any]:
-    try:
-        return "ok", _plain(action(), names)
-    except GenkitError as error:
-        return "error", error.status.value
-
-
 def _messages(shape: str, turn: int) -> tuple[Message | None, tuple[Message, ...]]:
     """A user message (or none) and what follows it, for one interaction."""
     said = Message(role=Role.USER, content=(TextPart(f"user {turn}"),))
@@ -153,7 +127,7 @@ class ServiceDifferentialMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.clock = Clock()
+        self.clock = StillClock()
         self.memory = SessionService(
             InMemorySessionStore(clock=self.clock, indexed_metadata=["team"]), clock=self.clock
         )
@@ -168,13 +142,9 @@ class ServiceDifferentialMachine(RuleBasedStateMachine):
         """Run ``call`` on each side (DynamoDB through service ``writer``); they must agree."""
         self.turn += 1
         memory_names, dynamo_names = self.names
-        expected = _outcome(lambda: call(self.memory, memory_names), memory_names)
-        got = _outcome(lambda: call(self.dynamo[writer], dynamo_names), dynamo_names)
-        assert got == expected, f"step {self.turn}: in memory {expected}, on DynamoDB {got}"
-        COUNTS.steps += 1
-        if expected[0] == "error":
-            COUNTS.errors[expected[1]] += 1
-        return expected[1]
+        expected = outcome(lambda: call(self.memory, memory_names), lambda answer: _plain(answer, memory_names))
+        got = outcome(lambda: call(self.dynamo[writer], dynamo_names), lambda answer: _plain(answer, dynamo_names))
+        return COUNTS.check(self.turn, expected, got)
 
     @initialize(
         turns=st.lists(st.tuples(st.sampled_from(SESSION_IDS[:3]), st.sampled_from(SHAPES)), max_size=12),
@@ -302,8 +272,4 @@ def test_random_service_calls_agree_on_memory_and_on_dynamodb_services_sharing_a
     request: pytest.FixtureRequest,
 ) -> None:
     run_machine(ServiceDifferentialMachine, "dynamodb-inprocess", request, examples=EXAMPLES, steps=30)
-    if os.environ.get("GENKIT_FUZZ_REPORT"):
-        print(
-            f"\nservice differential test: {COUNTS.sequences} sequences, {COUNTS.steps} agreeing steps, "
-            f"agreed errors by status {dict(sorted(COUNTS.errors.items()))}"
-        )
+    COUNTS.report("service differential test")

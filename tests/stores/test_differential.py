@@ -16,20 +16,19 @@ counts (sequences, steps, agreed errors by status).
 
 from __future__ import annotations
 
-import collections
 import os
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule
 
-from genkit_sessions import GenkitError, InMemorySessionStore, Message, SessionSnapshot, SessionState
+from genkit_sessions import InMemorySessionStore, Message, SessionSnapshot, SessionState
 from genkit_sessions.model.clock import format_timestamp
 from genkit_sessions.stores.protocol import CallOptions, SessionRecord
-from tests.stores.machines import run_machine
+from tests.stores.machines import Agreement, StillClock, outcome, run_machine
 
 EXAMPLES = int(os.environ.get("GENKIT_DIFF_EXAMPLES", "12"))
 SNAPSHOT_IDS = ("a", "b", "c", "d", "e")
@@ -38,24 +37,7 @@ TTLS = (None, timedelta(seconds=30), timedelta(minutes=5))
 STEPS = (timedelta(seconds=1), timedelta(seconds=20), timedelta(seconds=45), timedelta(minutes=6))
 
 
-class Clock:
-    """The one time source both stores read; the sequence moves it on."""
-
-    def __init__(self) -> None:
-        self.now = datetime(2030, 1, 1, tzinfo=timezone.utc)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-class Counts:
-    def __init__(self) -> None:
-        self.sequences = 0
-        self.steps = 0
-        self.errors: collections.Counter[str] = collections.Counter()
-
-
-COUNTS = Counts()
+COUNTS = Agreement()
 
 
 def _second(stamp: str | None) -> str | None:
@@ -78,13 +60,6 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def _outcome(action: Callable[[], Any]) -> tuple[str, Any]:
-    try:
-        return "ok", _plain(action())
-    except GenkitError as error:
-        return "error", error.status.value
-
-
 def _snapshot(snapshot_id: str, session: str, parent: str | None, status: str, text: str) -> SessionSnapshot:
     state = SessionState(session_id=session, messages=(Message.of_text("user", text),))
     return SessionSnapshot(snapshot_id=snapshot_id, session_id=session, parent_id=parent, status=status, state=state)
@@ -95,7 +70,7 @@ class DifferentialMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.clock = Clock()
+        self.clock = StillClock()
         self.memory = InMemorySessionStore(clock=self.clock)
         first = type(self).make(clock=self.clock)
         second = type(first)(first.table_name, first.client, clock=self.clock)
@@ -106,13 +81,8 @@ class DifferentialMachine(RuleBasedStateMachine):
     def both(self, writer: int, call: Callable[[Any], Any]) -> Any:
         """Run ``call`` on each store (DynamoDB through instance ``writer``); they must agree."""
         self.turn += 1
-        expected = _outcome(lambda: call(self.memory))
-        got = _outcome(lambda: call(self.dynamo[writer]))
-        assert got == expected, f"step {self.turn}: in memory {expected}, on DynamoDB {got}"
-        COUNTS.steps += 1
-        if expected[0] == "error":
-            COUNTS.errors[expected[1]] += 1
-        return expected[1]
+        expected = outcome(lambda: call(self.memory), _plain)
+        return COUNTS.check(self.turn, expected, outcome(lambda: call(self.dynamo[writer]), _plain))
 
     @rule(
         session=st.sampled_from(SESSION_IDS),
@@ -224,8 +194,4 @@ def test_random_session_operations_agree_on_memory_and_on_dynamodb_instances_sha
     request: pytest.FixtureRequest,
 ) -> None:
     run_machine(DifferentialMachine, "dynamodb-inprocess", request, examples=EXAMPLES, steps=40)
-    if os.environ.get("GENKIT_FUZZ_REPORT"):
-        print(
-            f"\ndifferential test: {COUNTS.sequences} sequences, {COUNTS.steps} agreeing steps, "
-            f"agreed errors by status {dict(sorted(COUNTS.errors.items()))}"
-        )
+    COUNTS.report("differential test")
