@@ -8,7 +8,8 @@ Operations: create and find-or-create a session (with or without a ttl, sliding 
 an interaction (with or without an expected version, tool calls included), compact, fork a snapshot into
 another session, replace the messages, set metadata, delete, move the clock on, delete expired
 sessions, and every read (the record, the version, the full and the active messages, a bounded window,
-the history stream in chunks, the history with its fallback, a metadata search).
+the history stream in chunks of a session's leaf or of any snapshot minted, the history with its
+fallback, a metadata search).
 
 Snapshot ids the service mints are random, so each side's ids are named by the order they first appear
 in its answers: the same sequence of answers on both sides gives the same names.
@@ -262,6 +263,14 @@ class ServiceDifferentialMachine(RuleBasedStateMachine):
         self.both(writer, lambda service, _: service.get_history(session, max_messages=max_messages, max_bytes=None))
         self.both(writer, lambda service, _: list(service.iter_history(session, chunk_messages=chunk)))
         self.both(writer, lambda service, _: list(service.iter_history(session, chunk_messages=chunk, full=True)))
+
+    @rule(source=st.integers(0, 8), chunk=st.integers(1, 4), full=st.booleans(), writer=st.integers(0, 1))
+    def read_snapshot_history(self, source: int, chunk: int, full: bool, writer: int) -> None:
+        def call(service: SessionService, names: Names) -> Any:
+            snapshot_id = names.actual(f"#{source}") or f"never-minted-{source}"
+            return list(service.iter_history(snapshot_id=snapshot_id, chunk_messages=chunk, full=full))
+
+        self.both(writer, call)
 
     @rule(team=st.sampled_from(("red", "blue")), writer=st.integers(0, 1))
     def search(self, team: str, writer: int) -> None:
