@@ -157,19 +157,40 @@ class DifferentialMachine(RuleBasedStateMachine):
     def delete(self, session: str, writer: int) -> None:
         self.both(writer, lambda store: store.delete_session(session))
 
-    @rule(snapshot_id=st.sampled_from(SNAPSHOT_IDS), session=st.sampled_from(SESSION_IDS), writer=st.integers(0, 1))
-    def restore(self, snapshot_id: str, session: str, writer: int) -> None:
-        stamp = format_timestamp(self.clock.now)
-        given = _snapshot(snapshot_id, session, None, "completed", f"restored at {self.turn}")
-        given = SessionSnapshot(
-            snapshot_id=given.snapshot_id,
-            session_id=session,
-            created_at=stamp,
-            updated_at=stamp,
-            status="completed",
-            state=given.state,
-        )
-        self.both(writer, lambda store: store.restore_snapshots([given]))
+    @rule(
+        batch=st.lists(
+            st.tuples(
+                st.sampled_from(SNAPSHOT_IDS),
+                st.sampled_from((None, *SNAPSHOT_IDS)),
+                st.sampled_from(("completed", "pending", "aborted")),
+                st.integers(-2, 0),
+            ),
+            min_size=1,
+            max_size=3,
+            unique_by=lambda entry: entry[0],
+        ),
+        session=st.sampled_from(SESSION_IDS),
+        writer=st.integers(0, 1),
+    )
+    def restore(self, batch: list[tuple[str, str | None, str, int]], session: str, writer: int) -> None:
+        """A batch of snapshots written verbatim: roots or children of any id (broken chains and cycles
+        included), of any status, stamped now or up to two seconds before (so createdAt orders them)."""
+        given = []
+        for snapshot_id, parent, status, seconds in batch:
+            stamp = format_timestamp(self.clock.now + timedelta(seconds=seconds))
+            state = _snapshot(snapshot_id, session, None, status, f"restored at {self.turn}").state
+            given.append(
+                SessionSnapshot(
+                    snapshot_id=snapshot_id,
+                    session_id=session,
+                    parent_id=parent,
+                    created_at=stamp,
+                    updated_at=stamp,
+                    status=status,
+                    state=state,
+                )
+            )
+        self.both(writer, lambda store: store.restore_snapshots(given))
 
     @rule(by=st.sampled_from(STEPS))
     def time_passes(self, by: timedelta) -> None:
