@@ -1,8 +1,8 @@
 """A differential property test of the session service (contract sections 6-8): random sequences of
 service calls run on a ``SessionService`` over the in-memory store and on two ``SessionService``s over
 DynamoDB (two store instances on one table, taking turns at random, as two processes would), under one
-clock the sequence moves on. After every step both must agree: the same answer, or a ``GenkitError``
-of the same status.
+clock that ticks a millisecond a step and that the sequence moves on. After every step both must agree:
+the same answer, or a ``GenkitError`` of the same status.
 
 Operations: create and find-or-create a session (with or without a ttl, sliding or not), append and add
 an interaction (with or without an expected version, tool calls included), compact, fork a snapshot into
@@ -51,6 +51,7 @@ from tests.stores.machines import Agreement, StillClock, outcome, run_machine
 EXAMPLES = int(os.environ.get("GENKIT_SERVICE_DIFF_EXAMPLES", "10"))
 SESSION_IDS = ("s1", "s2", "s3", "f1", "f2")  # the f-sessions are not there at the start: forks make them
 TTLS = (None, timedelta(seconds=30), timedelta(minutes=5))
+TICK = timedelta(milliseconds=1)
 STEPS = (timedelta(seconds=1), timedelta(seconds=20), timedelta(seconds=45), timedelta(minutes=6))
 SHAPES = ("user", "user-model", "tool-call", "tool-answer", "none")
 
@@ -140,8 +141,13 @@ class ServiceDifferentialMachine(RuleBasedStateMachine):
         COUNTS.sequences += 1
 
     def both(self, writer: int, call: Callable[[SessionService, Names], Any]) -> Any:
-        """Run ``call`` on each side (DynamoDB through service ``writer``); they must agree."""
+        """Run ``call`` on each side (DynamoDB through service ``writer``); they must agree.
+
+        The clock ticks a millisecond first. Each store instance stamps a microsecond past the last
+        stamp it made, so on a clock that stood still one store and two instances would stamp
+        different instants, and a search, which orders sessions by createdAt, would differ."""
         self.turn += 1
+        self.clock.now += TICK
         memory_names, dynamo_names = self.names
         expected = outcome(lambda: call(self.memory, memory_names), lambda answer: _plain(answer, memory_names))
         got = outcome(lambda: call(self.dynamo[writer], dynamo_names), lambda answer: _plain(answer, dynamo_names))
