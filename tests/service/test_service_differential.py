@@ -46,12 +46,11 @@ from genkit_sessions import (
     ToolResponsePart,
 )
 from genkit_sessions.stores.protocol import HistoryWindow, SessionPage, SessionRecord
-from tests.stores.machines import Agreement, StillClock, outcome, run_machine
+from tests.stores.machines import Agreement, StepClock, outcome, run_machine
 
 EXAMPLES = int(os.environ.get("GENKIT_SERVICE_DIFF_EXAMPLES", "10"))
 SESSION_IDS = ("s1", "s2", "s3", "f1", "f2")  # the f-sessions are not there at the start: forks make them
 TTLS = (None, timedelta(seconds=30), timedelta(minutes=5))
-TICK = timedelta(milliseconds=1)
 STEPS = (timedelta(seconds=1), timedelta(seconds=20), timedelta(seconds=45), timedelta(minutes=6))
 SHAPES = ("user", "user-model", "tool-call", "tool-answer", "none")
 
@@ -129,7 +128,7 @@ class ServiceDifferentialMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.clock = StillClock()
+        self.clock = StepClock()
         self.memory = SessionService(
             InMemorySessionStore(clock=self.clock, indexed_metadata=["team"]), clock=self.clock
         )
@@ -141,13 +140,9 @@ class ServiceDifferentialMachine(RuleBasedStateMachine):
         COUNTS.sequences += 1
 
     def both(self, writer: int, call: Callable[[SessionService, Names], Any]) -> Any:
-        """Run ``call`` on each side (DynamoDB through service ``writer``); they must agree.
-
-        The clock ticks a millisecond first. Each store instance stamps a microsecond past the last
-        stamp it made, so on a clock that stood still one store and two instances would stamp
-        different instants, and a search, which orders sessions by createdAt, would differ."""
+        """Run ``call`` on each side (DynamoDB through service ``writer``); they must agree."""
         self.turn += 1
-        self.clock.now += TICK
+        self.clock.tick()
         memory_names, dynamo_names = self.names
         expected = outcome(lambda: call(self.memory, memory_names), lambda answer: _plain(answer, memory_names))
         got = outcome(lambda: call(self.dynamo[writer], dynamo_names), lambda answer: _plain(answer, dynamo_names))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import collections
 import os
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -46,15 +46,25 @@ def run_machine(
         factory_fixture.close()  # type: ignore[attr-defined]
 
 
-class StillClock:
-    """The one time source every store of a differential sequence reads: it stands still until the
-    sequence moves it on."""
+class StepClock:
+    """The one time source every store of a differential sequence reads. It ticks a millisecond at each
+    step and moves on when the sequence says; it never moves during a step.
+
+    The tick keeps the stamps of the two sides alike. Each store instance stamps a microsecond past
+    the last stamp it made, so on a clock that stood still one store (memory) and two instances
+    (DynamoDB) would stamp different instants, and what createdAt orders (a listing, a search)
+    would differ for no fault of either."""
+
+    TICK = timedelta(milliseconds=1)
 
     def __init__(self) -> None:
         self.now = datetime(2030, 1, 1, tzinfo=timezone.utc)
 
     def __call__(self) -> datetime:
         return self.now
+
+    def tick(self) -> None:
+        self.now += self.TICK
 
 
 def outcome(action: Callable[[], Any], plain: Callable[[Any], Any]) -> tuple[str, Any]:

@@ -1,14 +1,15 @@
 """A differential property test: random sequences of session operations run on the in-memory store and
 on DynamoDB (two store instances over one table, taking turns at random, as two processes would), under
-one clock that the sequence moves on, so sessions expire mid-sequence. After every step both stores must
-agree: the same answer, or a ``GenkitError`` of the same status.
+one clock that ticks a millisecond a step and that the sequence moves on, so sessions expire
+mid-sequence. After every step both stores must agree: the same answer, or a ``GenkitError`` of the
+same status.
 
 Operations: create a session (with or without a ttl, sliding or not), save a new snapshot (on the leaf,
 as a root, on a named parent, pending or completed), finish a pending one, abort, heartbeat, delete a
-session, restore a snapshot, a save on an expected version (compare-and-set), set or drop a metadata
-key, move the clock on, delete expired sessions, and every read (by id, a
-session's leaf, its listing, its record). Snapshot ids are shared by every session, so an id is reused
-across sessions, after deletions and after expiry.
+session, restore a batch of snapshots (roots, children, cycles, any status, stamps that tie), a save on
+an expected version (compare-and-set), set or drop a metadata key, move the clock on, delete expired
+sessions, and every read (by id, a session's leaf, its listing, its record). Snapshot ids are shared by
+every session, so an id is reused across sessions, after deletions and after expiry.
 
 ``GENKIT_DIFF_EXAMPLES`` (default 12) sets how many sequences run; ``GENKIT_FUZZ_REPORT`` prints the
 counts (sequences, steps, agreed errors by status).
@@ -28,7 +29,7 @@ from hypothesis.stateful import RuleBasedStateMachine, rule
 from genkit_sessions import GenkitError, InMemorySessionStore, Message, SessionSnapshot, SessionState
 from genkit_sessions.model.clock import format_timestamp
 from genkit_sessions.stores.protocol import CallOptions, SessionRecord
-from tests.stores.machines import Agreement, StillClock, outcome, run_machine
+from tests.stores.machines import Agreement, StepClock, outcome, run_machine
 
 EXAMPLES = int(os.environ.get("GENKIT_DIFF_EXAMPLES", "12"))
 SNAPSHOT_IDS = ("a", "b", "c", "d", "e")
@@ -70,7 +71,7 @@ class DifferentialMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.clock = StillClock()
+        self.clock = StepClock()
         self.memory = InMemorySessionStore(clock=self.clock)
         first = type(self).make(clock=self.clock)
         second = type(first)(first.table_name, first.client, clock=self.clock)
@@ -81,6 +82,7 @@ class DifferentialMachine(RuleBasedStateMachine):
     def both(self, writer: int, call: Callable[[Any], Any]) -> Any:
         """Run ``call`` on each store (DynamoDB through instance ``writer``); they must agree."""
         self.turn += 1
+        self.clock.tick()
         expected = outcome(lambda: call(self.memory), _plain)
         return COUNTS.check(self.turn, expected, outcome(lambda: call(self.dynamo[writer]), _plain))
 
