@@ -28,6 +28,7 @@ from genkit_sessions import (
     Status,
 )
 from genkit_sessions.dynamodb import DynamoDBSessionStore
+from genkit_sessions.stores.protocol import CallOptions
 from tests.dynamodb.helpers import cold, noise, save_new, six_megabytes, state_of
 from tests.dynamodb_backends import client_error, guard_of
 
@@ -316,6 +317,16 @@ class _ReuseAnExpiredId(Operation):
         return face.save_snapshot("e", lambda current: new if current is None else None)
 
 
+class _ReuseAnExpiredIdOnAVersion(Operation):
+    """The same first turn as a compare-and-set on version 0 ("no snapshot yet"): the new session's version
+    is read and judged before the expired session is deleted."""
+
+    def act(self, face: Any) -> Any:
+        new = SessionSnapshot(snapshot_id="e", session_id="s", state=state_of("s", ["fresh"]))
+        options = CallOptions(expected_version=0)
+        return face.save_snapshot("e", lambda current: new if current is None else None, options=options)
+
+
 PATHS = [
     Path("staged-write", _no_setup, _StagedWrite, ("big",)),
     Path("staged-child", _one_turn, _StagedChild, ("a", "big"), every_call=False),
@@ -336,6 +347,13 @@ PATHS = [
     Path("update-after-progress", _pending_with_progress, _Update, ("a", "p")),
     Path("abort", _pending, _Abort, ("a", "p")),
     Path("reuse-expired-id", _ids_of_an_expired_session, _ReuseAnExpiredId, ("e", "f"), options={"clock": _CLOCK}),
+    Path(
+        "reuse-expired-id-on-version",
+        _ids_of_an_expired_session,
+        _ReuseAnExpiredIdOnAVersion,
+        ("e", "f"),
+        options={"clock": _CLOCK},
+    ),
     # head_ids=2: the session has a member page, so the restore writes one and deletes the old one.
     Path("restore", _chat, _Restore, ("a", "b", "c"), options={"head_ids": 2}),
     Path("sweep-staged", _staged_but_never_committed, _Sweep, ("big",), staged_before=True),
