@@ -108,7 +108,7 @@ def _plain(value: Any, names: Names) -> Any:
 
 
 def _messages(shape: str, turn: int) -> tuple[Message | None, tuple[Message, ...]]:
-    """A user message (or none) and what follows it, for one interaction."""
+    """A user message (or none) and what follows it, for one interaction of ``shape``."""
     said = Message(role=Role.USER, content=(TextPart(f"user {turn}"),))
     if shape == "user":
         return said, ()
@@ -120,7 +120,7 @@ def _messages(shape: str, turn: int) -> tuple[Message | None, tuple[Message, ...
     if shape == "tool-answer":
         answer = ToolResponsePart(ToolResponse(name="lookup", ref=f"r{turn}", output={"a": turn}))
         return None, (Message(role=Role.TOOL, content=(answer,)), Message(role=Role.MODEL, content=(TextPart("ok"),)))
-    return said, ()
+    return None, ()  # "none": no message at all
 
 
 class ServiceDifferentialMachine(RuleBasedStateMachine):
