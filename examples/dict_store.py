@@ -28,6 +28,7 @@ from genkit_sessions.stores.write_rules import (
     next_snapshot,
     require_one_selector,
     restorable,
+    restore_order,
     tenant_key,
 )
 
@@ -117,12 +118,32 @@ class DictSessionStore:
         """
         tenant = self._tenant(context)
         batch = [restorable(snapshot) for snapshot in snapshots]
-        written = 0
         with self._lock:
+            before: dict[str, tuple[list[str], str | None]] = {}  # touched session -> (its ids, its leaf)
+
+            def touch(session_id: str) -> None:
+                if session_id not in before:
+                    ids = list(self._sessions.get((tenant, session_id), []))
+                    leaf = leaf_of(self._snapshots[(tenant, i)] for i in ids)
+                    before[session_id] = (ids, None if leaf is None else leaf.snapshot_id)
+
             for restored, session_id in batch:
+                touch(session_id)
                 key = (tenant, restored.snapshot_id)
-                if key not in self._snapshots:
+                previous = self._snapshots.get(key)
+                if previous is None or previous.session_id != session_id:
+                    if previous is not None:  # the snapshot moves to another session
+                        assert previous.session_id is not None
+                        touch(previous.session_id)
+                        self._sessions[(tenant, previous.session_id)].remove(restored.snapshot_id)
                     self._sessions.setdefault((tenant, session_id), []).append(restored.snapshot_id)
                 self._snapshots[key] = restored
-                written += 1
-        return written
+            for session_id, (ids, leaf_id) in before.items():  # S8: the one leaf rule picks each leaf again
+                members = self._sessions.pop((tenant, session_id), [])
+                if members:
+                    kept, was = set(members), set(ids)
+                    held = [self._snapshots[(tenant, i)] for i in ids if i in kept]
+                    new = [self._snapshots[(tenant, i)] for i in members if i not in was]
+                    order = restore_order(held, new, leaf_id)
+                    self._sessions[(tenant, session_id)] = [s.snapshot_id for s in order]
+        return len(batch)
