@@ -1,29 +1,33 @@
 """Processes racing on one DynamoDB session through the session service lose nothing and show nothing half-done.
 
-Two writer processes add interactions (some with messages large enough to be stored as blob parts), two
-more compact whenever the active view grows (keeping 3 and 5 messages), and a fifth keeps reading: the
-full history as a stream, the active history, a window, and a fork of whatever snapshot is the leaf.
-Each view is checked as it is read (contract rules V9, V11-V13, H1-H4): every interaction whole (its user
-message, then its model message; a summary may stand between them), each writer's interactions in the
-order it wrote them, and every full history an extension of the one read before it. At the end, every interaction a writer was told landed is in the
-history exactly once, no refused one is, and the version counts every write.
+Two writer processes add interactions, one through the blocking service and one through the async
+service on aiobotocore, some with messages large enough to be stored as blob parts. Two more compact
+whenever the active view grows (keeping 3 and 5 messages), and a fifth keeps reading: the full history as
+a stream, the active history, a window, and a fork of whatever snapshot is the leaf. Each view is checked
+as it is read (contract rules V9, V11-V13, H1-H4): every interaction whole (its user message, then its
+model message; a summary may stand between them), each writer's interactions in the order it wrote
+them, and every full history an extension of the one read before it. At the end, every interaction a
+writer was told landed is in the history exactly once, no refused one is, and the version counts every
+write.
 """
 
 from __future__ import annotations
 
+import asyncio
 import multiprocessing
+import os
 import random
 import re
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from genkit_sessions import Message, SessionService
+from genkit_sessions import AsyncSessionService, Message, SessionService
 from genkit_sessions.dynamodb import DynamoDBSessionStore, create_table
 from genkit_sessions.errors import GenkitError
 from genkit_sessions.service.compaction import KeepLastStrategy, MessageCountTrigger
 from tests.dynamodb.helpers import noise, prose
-from tests.dynamodb_backends import make_client, server_endpoint
+from tests.dynamodb_backends import CREDENTIALS, make_client, server_endpoint
 
 SESSION = "shared"
 WRITERS = 2
@@ -41,19 +45,44 @@ def _text(writer: int, kind: str, turn: int, rng: random.Random) -> str:
     return f"w{writer} {kind} {turn} " + (noise(rng, 150_000) if big else prose(rng, rng.randint(10, 2_000)))
 
 
+def _interaction(writer: int, turn: int, rng: random.Random) -> tuple[Message, Message]:
+    return Message.of_text("user", _text(writer, "u", turn, rng)), Message.of_text(
+        "model", _text(writer, "m", turn, rng)
+    )
+
+
 def _writer(endpoint: str, table: str, writer: int, start: Any, results: Any) -> None:
-    service = _service(endpoint, table)
-    start.wait()
+    """Writer 0 writes through the blocking service; writer 1 through the async one on aiobotocore."""
     rng = random.Random(writer)
-    landed, refused = [], []
-    for turn in range(TURNS):
-        user = Message.of_text("user", _text(writer, "u", turn, rng))
-        model = Message.of_text("model", _text(writer, "m", turn, rng))
-        try:
-            service.add_interaction(SESSION, user, [model])
-            landed.append(turn)
-        except GenkitError as error:  # every append lost to the others: refused, so it must not be there
-            refused.append((turn, error.status.name))
+    landed: list[int] = []
+    refused: list[tuple[int, str]] = []
+    if writer == 0:
+        service = _service(endpoint, table)
+        start.wait()
+        for turn in range(TURNS):
+            user, model = _interaction(writer, turn, rng)
+            try:
+                service.add_interaction(SESSION, user, [model])
+                landed.append(turn)
+            except GenkitError as error:  # every append lost to the others: refused, so it must not be there
+                refused.append((turn, error.status.name))
+    else:
+        for name, value in CREDENTIALS.items():
+            os.environ[name.upper()] = value
+        store = DynamoDBSessionStore(table, region_name="us-east-1", endpoint_url=endpoint)
+        start.wait()
+
+        async def write() -> None:
+            service = AsyncSessionService(store.aio)
+            for turn in range(TURNS):
+                user, model = _interaction(writer, turn, rng)
+                try:
+                    await service.add_interaction(SESSION, user, [model])
+                    landed.append(turn)
+                except GenkitError as error:
+                    refused.append((turn, error.status.name))
+
+        asyncio.run(write())
     results.put(("writer", writer, landed, refused))
 
 
