@@ -130,8 +130,9 @@ def _store_call(method: str, *args: Any, **kwargs: Any) -> Steps[Any]:
 class _Rules:
     """The service's rules, store-agnostic; the two faces drive them."""
 
-    def __init__(self, indexed: frozenset[str], clock: Clock, max_append_attempts: int) -> None:
+    def __init__(self, indexed: frozenset[str], clock: Clock, max_append_attempts: int, can_restore: bool) -> None:
         self.indexed = indexed
+        self.can_restore = can_restore
         self.clock = clock
         self.max_append_attempts = max_append_attempts
         self._leaves: collections.OrderedDict[tuple[str, str], tuple[int, SessionSnapshot]] = collections.OrderedDict()
@@ -308,6 +309,21 @@ class _Rules:
             after = now
         self._remember(session_id, context, after, saved)
         return saved, after
+
+    def _write_together(self, record: SessionRecord, snapshots: list[SessionSnapshot], context: Context) -> Steps[None]:
+        """Write a new session's first snapshots so that a reader sees all of them or none: one restore,
+        which every store that has it lands at once (DynamoDB in one transaction up to 3 MB of items;
+        past that its items first and the head last, so readers still see all or none). Each is stamped
+        with the session's creation instant, in order. A store without ``restore_snapshots`` gets them
+        one version-checked save at a time."""
+        self.forget(record.id, context)
+        if not self.can_restore:
+            version = 0
+            for snapshot in snapshots:
+                _, version = yield from self._write(snapshot, version, context)
+            return
+        stamped = [replace_checked(s, created_at=record.created_at, updated_at=record.created_at) for s in snapshots]
+        yield from _store_call("restore_snapshots", stamped, context=context)
 
     # --- history
 
@@ -569,14 +585,13 @@ class _Rules:
         record = yield from self.create(new_session_id, ttl, False, metadata, context)
         try:
             active = list(_active(source))
-            parent: SessionSnapshot | None = None
-            version = 0
             if before:  # the history the source compacted, written once, for the fork's first message to name
                 archive = _child(record.id, None, before, state=source.state)
-                parent, version = yield from self._write(archive, version, context)
-                active = [*_summary(active[:1], parent.snapshot_id, len(before)), *active[1:]]
-            first = _child(record.id, parent, active, state=source.state)
-            yield from self._write(first, version, context)
+                active = [*_summary(active[:1], archive.snapshot_id, len(before)), *active[1:]]
+                first = _child(record.id, archive, active, state=source.state)
+                yield from self._write_together(record, [archive, first], context)
+            else:
+                yield from self._write(_child(record.id, None, active, state=source.state), 0, context)
             found: SessionRecord | None = yield from _store_call("get_session_record", record.id, context=context)
         except GenkitError:
             # A fork is several writes: one that failed part-way takes the new session back, so the store
@@ -816,7 +831,9 @@ class SessionService:
         _check_service_store(store, SupportsSessions, "SessionService")
         self.store = store
         self._clock = clock
-        self._rules = _Rules(store.indexed_metadata, clock, max_append_attempts)
+        self._rules = _Rules(
+            store.indexed_metadata, clock, max_append_attempts, callable(getattr(store, "restore_snapshots", None))
+        )
         self.history_fallbacks = 0
         """How many :meth:`get_history` calls needed the stream because the bounded read was truncated."""
 
@@ -1034,7 +1051,9 @@ class AsyncSessionService:
         _check_service_store(store, SupportsAsyncSessions, "AsyncSessionService")
         self.store = store
         self._clock = clock
-        self._rules = _Rules(store.indexed_metadata, clock, max_append_attempts)
+        self._rules = _Rules(
+            store.indexed_metadata, clock, max_append_attempts, callable(getattr(store, "restore_snapshots", None))
+        )
         self.history_fallbacks = 0
         """How many :meth:`get_history` calls needed the stream because the bounded read was truncated."""
 

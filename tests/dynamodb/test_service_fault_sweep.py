@@ -6,6 +6,10 @@ sessions on a fresh table, fails exactly that call, runs the operation and check
 or raises a ``GenkitError`` with a status; that a cold service reads the sessions (records, metadata
 lookups, full and active histories) exactly as before or as after; and that a rerun without the fault
 succeeds and reads as after.
+
+An outage (a call failing and every call after it, as when the network goes or the process dies) leaves
+a fork no chance to take its session back: there the fork reads as before, as after, or as its new
+session's record with no snapshots, never holding part of its history.
 """
 
 from __future__ import annotations
@@ -281,5 +285,60 @@ def test_a_fault_at_any_call_of_a_service_write_reads_as_before_or_after_and_a_r
             assert not [i for i in items if i["pk"]["S"].endswith("\x1fs\x1fs")], "the deletion left items behind"
             entries = [i["sk"]["S"] for i in items if i["pk"]["S"].endswith("\x1fm\x1fprincipal\x1falice")]
             assert [e.rpartition("\x1f")[2] for e in entries] == ["t"]
+    finally:
+        drop(store)
+
+
+def _outage_from(store: DynamoDBSessionStore, index: int) -> list[str]:
+    """Fail the DynamoDB call at ``index`` (counted from now) and every call after it, as a network that
+    goes away, or a process that dies, does: nothing the caller does afterwards reaches the table."""
+    from tests.dynamodb_backends import client_error
+
+    seen: list[str] = []
+
+    def before(operation: str, params: dict[str, Any]) -> None:
+        seen.append(operation)
+        if len(seen) > index:
+            raise client_error("InternalServerError", "Internal server error", operation, http_status=500)
+
+    guard_of(store).faults.append(before)
+    return seen
+
+
+FORK_CALLS = SEQUENCES["fork"]
+
+
+@pytest.mark.parametrize("index", range(len(FORK_CALLS)), ids=[f"{i:02d}-{op}" for i, op in enumerate(FORK_CALLS)])
+def test_an_outage_from_any_call_of_a_fork_never_leaves_the_fork_holding_part_of_its_history(
+    make_dynamo: StoreFactory, request: pytest.FixtureRequest, index: int
+) -> None:
+    path = next(p for p in PATHS if p.name == "fork")
+    key = (request.node.callspec.params["make_dynamo"], path.name)
+    if key not in _REFERENCES:
+        _REFERENCES[key] = _clean_run(make_dynamo, path)
+    before, after = _REFERENCES[key].before, _REFERENCES[key].after
+    store = _fresh(make_dynamo, path)
+    try:
+        seen = _outage_from(store, index)
+        with pytest.raises(GenkitError):
+            path.run(SessionService(cold(store)))
+        guard_of(store).faults.clear()
+        assert len(seen) > index, f"the outage began after the fork's last call: {seen}"
+        observed = _observe(store)
+
+        def others(reads: dict[str, Any]) -> dict[str, Any]:  # every session but the fork, and alice's lookup
+            return {kind: {k: v for k, v in got.items() if k not in ("fork", "bob")} for kind, got in reads.items()}
+
+        assert others(observed) == others(before)  # the source and its neighbours are untouched
+        fork = (observed["records"]["fork"], observed["full"]["fork"], observed["active"]["fork"])
+        created = ((False, False, {"principal": "bob"}, None, False), [], [])  # its record, no snapshot yet
+        done = (after["records"]["fork"], after["full"]["fork"], after["active"]["fork"])
+        absent = (before["records"]["fork"], before["full"]["fork"], before["active"]["fork"])
+        assert fork in (absent, created, done), f"the fork reads {fork}: part of its history"
+        assert observed["lookups"]["bob"] == ([] if fork == absent else ["fork"])
+        if fork != done:  # what the caller does: drop what is left of the fork, and fork again
+            SessionService(cold(store)).delete("fork")
+            path.run(SessionService(cold(store)))
+        assert _observe(store) == after
     finally:
         drop(store)

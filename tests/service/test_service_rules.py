@@ -590,12 +590,39 @@ def test_v13_deleting_either_side_of_a_fork_of_a_compacted_session_never_changes
     assert leaf is not None and leaf.leaf_id is not None
     fork = service.fork(leaf.leaf_id)
     assert texts(service.get_messages(fork.id)) == full
+    assert fork.version == 2 == service.version(fork.id)  # V8: the archive and the first snapshot
     assert texts(service.get_active_messages(fork.id)) == texts(service.get_active_messages("src"))
     service.delete("src")
     assert texts(service.get_messages(fork.id)) == full
     second = service.fork(service.find_by_id(fork.id).leaf_id)  # type: ignore[union-attr,arg-type]
     service.delete(fork.id)
     assert texts(service.get_messages(second.id)) == full
+
+
+class _WithoutRestore:
+    """A store with the record protocol but no ``restore_snapshots``, as a store author's may be."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "restore_snapshots":
+            raise AttributeError(name)
+        return getattr(self._store, name)
+
+
+def test_v13_a_fork_of_a_compacted_session_on_a_store_without_restore_holds_the_whole_history(
+    service: SessionService, clock: FakeClock
+) -> None:
+    _chat(service, "src", 5)
+    service.compact("src", MessageCountTrigger(4), KeepLastStrategy(2, summarize))
+    plain = SessionService(_WithoutRestore(service.store), clock=clock)
+    leaf = service.find_by_id("src")
+    assert leaf is not None and leaf.leaf_id is not None
+    fork = plain.fork(leaf.leaf_id, new_session_id="fork")
+    assert texts(plain.get_messages("fork")) == texts(service.get_messages("src"))
+    assert texts(plain.get_active_messages("fork")) == texts(service.get_active_messages("src"))
+    assert plain.version("fork") == 2 == service.version("fork") and fork.version == 2
 
 
 def test_v13_forking_an_absent_snapshot_is_not_found(service: SessionService) -> None:
