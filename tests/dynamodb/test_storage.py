@@ -694,3 +694,27 @@ def test_a_changed_state_of_one_two_or_three_parts_reads_back_exactly(make_dynam
         saved = store.save_snapshot("p", lambda c, s=progress: attrs.evolve(c, state=s) if c else None)
         assert saved is not None
         assert cold(store, chunk_bytes=1000).get_snapshot(snapshot_id="p") == saved, size
+
+
+def test_a_fork_of_a_compacted_history_too_big_for_one_transaction_reads_back_whole(
+    make_server_dynamo: StoreFactory,
+) -> None:
+    from genkit_sessions import KeepLastStrategy, MessageCountTrigger, SessionService
+
+    store = make_server_dynamo()
+    service = SessionService(store)
+    rng = random.Random(5)
+    for n in range(20):  # 20 user messages of 250 KB that barely compress: past what one transaction holds
+        user, model = Message.of_text("user", f"u{n} " + noise(rng, 250_000)), Message.of_text("model", f"m{n}")
+        service.add_interaction("big", user, [model])
+    service.compact("big", MessageCountTrigger(4), KeepLastStrategy(2, lambda covered: "so far"))
+    leaf = service.find_by_id("big")
+    assert leaf is not None and leaf.leaf_id is not None
+    guard = guard_of(store)
+    guard.reset()
+    fork = service.fork(leaf.leaf_id, new_session_id="copy")
+    assert guard.calls["BatchWriteItem"] > 0, guard.calls  # the restore wrote its items in batches
+    reader = SessionService(cold(store))
+    assert [m.text for m in reader.get_messages("copy")] == [m.text for m in reader.get_messages("big")]
+    assert [m.text for m in reader.get_active_messages("copy")] == [m.text for m in reader.get_active_messages("big")]
+    assert fork.version == 2 == reader.version("copy")
