@@ -197,6 +197,23 @@ def inject_fault(store: DynamoDBSessionStore, index: int, kind: str) -> list[str
     return seen
 
 
+def outage_from(store: DynamoDBSessionStore, index: int) -> list[str]:
+    """Fail the DynamoDB call at ``index`` (counted from now) and every call after it, as a network that
+    goes away, or a process that dies, does: nothing the caller tries afterwards reaches the table.
+    Returns the operations seen, in order."""
+    from tests.dynamodb_backends import client_error, guard_of
+
+    seen: list[str] = []
+
+    def before(operation: str, params: dict[str, Any]) -> None:
+        seen.append(operation)
+        if len(seen) > index:
+            raise client_error("InternalServerError", "Internal server error", operation, http_status=500)
+
+    guard_of(store).faults.append(before)
+    return seen
+
+
 class Answering:
     """An async DynamoDB client (what the store's ``aio_client=`` takes) that answers at once from a boto3
     client (in-process moto), logging each call in ``log``: the async face without a network, so the

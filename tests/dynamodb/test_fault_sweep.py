@@ -15,7 +15,9 @@ checks that:
   (a deletion leaves no item at all).
 
 The kinds: ``throttled`` (ThrottlingException) and ``internal-error`` (InternalServerError, HTTP 500)
-are raised before the call, so DynamoDB applies nothing; ``answer-lost`` lets a write through and then
+are raised before the call, so DynamoDB applies nothing; ``outage`` fails that call and every call after it
+(the network gone, or the writer dead: nothing it tries afterwards, taking a staged write back included,
+reaches the table); ``answer-lost`` lets a write through and then
 raises ReadTimeoutError, and ``applied-500`` lets it through and then answers InternalServerError (HTTP
 500: AWS documents a 5xx as an outcome the caller cannot know), so it was applied but the caller does
 not know.
@@ -27,7 +29,7 @@ import attrs
 import pytest
 
 from genkit_sessions import GenkitError, Status
-from tests.dynamodb.helpers import cold, inject_fault, left_behind, parts_left_forever
+from tests.dynamodb.helpers import cold, inject_fault, left_behind, outage_from, parts_left_forever
 from tests.dynamodb.write_paths import (
     PATHS,
     Path,
@@ -46,7 +48,8 @@ from tests.dynamodb_backends import guard_of
 
 WRITES = {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"}
 APPLIED = ("answer-lost", "applied-500")  # the write lands; only its answer fails
-KINDS = ("throttled", "internal-error", *APPLIED)
+OUTAGE = "outage"  # that call and every one after it fails: the network gone, or the writer dead
+KINDS = ("throttled", "internal-error", *APPLIED, OUTAGE)
 
 
 SEQUENCES = recorded_sequences()
@@ -95,7 +98,7 @@ def test_a_fault_at_any_call_of_a_write_reads_as_before_or_after_and_a_rerun_fin
     store = fresh(make_dynamo, path)
     try:
         operation = path.operation(cold(store, **path.options))
-        seen = inject_fault(store, point.index, point.kind)
+        seen = outage_from(store, point.index) if point.kind == OUTAGE else inject_fault(store, point.index, point.kind)
         failed = True
         try:
             operation.run()
@@ -118,7 +121,10 @@ def test_a_fault_at_any_call_of_a_write_reads_as_before_or_after_and_a_rerun_fin
                 f"Against after: {differences(observed, reference.after)}"
             )
         if not path.deletes:  # a deletion stopped part-way leaves its parts to the rerun, with the head listing
-            assert parts_left_forever(store, live(observed, operation), marked_ok=path.staged_before) == [], (
+            # After an outage nothing could take a staged write back: its marker must still name its parts
+            # (the session's next turn past orphan_ttl removes them, as after a dead writer).
+            marked_ok = path.staged_before or point.kind == OUTAGE
+            assert parts_left_forever(store, live(observed, operation), marked_ok=marked_ok) == [], (
                 "the failed write left parts that nothing references forever"
             )
 
