@@ -163,10 +163,12 @@ def parts_left_forever(store: DynamoDBSessionStore, live: Iterable[str], *, mark
 
 def inject_fault(store: DynamoDBSessionStore, index: int, kind: str) -> list[str]:
     """Make the DynamoDB call at ``index`` (counted from now) of the store's client fail; returns the
-    operations seen, in order. ``throttled`` and ``internal-error`` fail it before DynamoDB applies
-    anything; ``answer-lost`` lets it through and then raises a read timeout, and ``applied-500`` lets it
-    through and then answers InternalServerError (HTTP 500, which AWS documents as an outcome unknown to
-    the caller): either way it was applied but the caller does not know."""
+        operations seen, in order. ``throttled`` and ``internal-error`` fail it before DynamoDB applies
+        anything; ``answer-lost`` lets it through and then raises a read timeout, and ``applied-500`` lets it
+        through and then answers InternalServerError (HTTP 500, which AWS documents as an outcome unknown to
+        the caller): either way it was applied but the caller does not know. ``outage`` fails that call and every
+    call after it, as a network that goes away, or a process that dies, does: nothing the caller tries
+    afterwards (taking a write back included) reaches the table."""
     from botocore.exceptions import ReadTimeoutError
 
     from tests.dynamodb_backends import client_error, guard_of
@@ -177,6 +179,8 @@ def inject_fault(store: DynamoDBSessionStore, index: int, kind: str) -> list[str
 
     def before(operation: str, params: dict[str, Any]) -> None:
         seen.append(operation)
+        if kind == "outage" and len(seen) > index:
+            raise client_error("InternalServerError", "Internal server error", operation, http_status=500)
         if len(seen) != index + 1:
             return
         if kind == "throttled":
@@ -194,23 +198,6 @@ def inject_fault(store: DynamoDBSessionStore, index: int, kind: str) -> list[str
 
     guard.faults.append(before)
     guard.after_faults.append(after)
-    return seen
-
-
-def outage_from(store: DynamoDBSessionStore, index: int) -> list[str]:
-    """Fail the DynamoDB call at ``index`` (counted from now) and every call after it, as a network that
-    goes away, or a process that dies, does: nothing the caller tries afterwards reaches the table.
-    Returns the operations seen, in order."""
-    from tests.dynamodb_backends import client_error, guard_of
-
-    seen: list[str] = []
-
-    def before(operation: str, params: dict[str, Any]) -> None:
-        seen.append(operation)
-        if len(seen) > index:
-            raise client_error("InternalServerError", "Internal server error", operation, http_status=500)
-
-    guard_of(store).faults.append(before)
     return seen
 
 

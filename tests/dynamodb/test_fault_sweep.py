@@ -29,7 +29,7 @@ import attrs
 import pytest
 
 from genkit_sessions import GenkitError, Status
-from tests.dynamodb.helpers import cold, inject_fault, left_behind, outage_from, parts_left_forever
+from tests.dynamodb.helpers import cold, inject_fault, left_behind, parts_left_forever
 from tests.dynamodb.write_paths import (
     PATHS,
     Path,
@@ -98,7 +98,7 @@ def test_a_fault_at_any_call_of_a_write_reads_as_before_or_after_and_a_rerun_fin
     store = fresh(make_dynamo, path)
     try:
         operation = path.operation(cold(store, **path.options))
-        seen = outage_from(store, point.index) if point.kind == OUTAGE else inject_fault(store, point.index, point.kind)
+        seen = inject_fault(store, point.index, point.kind)
         failed = True
         try:
             operation.run()

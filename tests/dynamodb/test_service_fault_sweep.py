@@ -34,7 +34,7 @@ from genkit_sessions import (
     TextPart,
 )
 from genkit_sessions.dynamodb import DynamoDBSessionStore
-from tests.dynamodb.helpers import cold, inject_fault, left_behind, outage_from
+from tests.dynamodb.helpers import cold, inject_fault, left_behind
 from tests.dynamodb.write_paths import Reference, drop
 from tests.dynamodb_backends import guard_of
 
@@ -226,6 +226,14 @@ process dead) too, but for the fork, which an outage may leave as its new sessio
 _REFERENCES: dict[tuple[str, str], Reference] = {}
 
 
+def _reference(make: StoreFactory, backend: str, path: Path) -> Reference:
+    """The path's fault-free run on this backend, made once."""
+    key = (backend, path.name)
+    if key not in _REFERENCES:
+        _REFERENCES[key] = _clean_run(make, path)
+    return _REFERENCES[key]
+
+
 def _differences(seen: dict[str, Any], expected: dict[str, Any]) -> str:
     return "; ".join(
         f"{kind} {key!r} reads {seen[kind][key]!r}, not {expected[kind][key]!r}"
@@ -240,17 +248,12 @@ def test_a_fault_at_any_call_of_a_service_write_reads_as_before_or_after_and_a_r
     make_dynamo: StoreFactory, request: pytest.FixtureRequest, point: Point
 ) -> None:
     path = point.path
-    key = (request.node.callspec.params["make_dynamo"], path.name)
-    if key not in _REFERENCES:
-        _REFERENCES[key] = _clean_run(make_dynamo, path)
-    reference = _REFERENCES[key]
+    reference = _reference(make_dynamo, request.node.callspec.params["make_dynamo"], path)
     assert reference.log == SEQUENCES[path.name], "this backend makes other calls than the recorded sequence"
     store = _fresh(make_dynamo, path)
     try:
         worker = SessionService(cold(store))
-        seen = (
-            outage_from(store, point.index) if point.kind == "outage" else inject_fault(store, point.index, point.kind)
-        )
+        seen = inject_fault(store, point.index, point.kind)
         failed = True
         try:
             path.run(worker)
@@ -302,13 +305,11 @@ def test_an_outage_from_any_call_of_a_fork_never_leaves_the_fork_holding_part_of
     make_dynamo: StoreFactory, request: pytest.FixtureRequest, index: int
 ) -> None:
     path = next(p for p in PATHS if p.name == "fork")
-    key = (request.node.callspec.params["make_dynamo"], path.name)
-    if key not in _REFERENCES:
-        _REFERENCES[key] = _clean_run(make_dynamo, path)
-    before, after = _REFERENCES[key].before, _REFERENCES[key].after
+    reference = _reference(make_dynamo, request.node.callspec.params["make_dynamo"], path)
+    before, after = reference.before, reference.after
     store = _fresh(make_dynamo, path)
     try:
-        seen = outage_from(store, index)
+        seen = inject_fault(store, index, "outage")
         with pytest.raises(GenkitError):
             path.run(SessionService(cold(store)))
         guard_of(store).faults.clear()
