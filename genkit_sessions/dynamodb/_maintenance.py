@@ -53,7 +53,7 @@ from genkit_sessions.errors import GenkitError, Status
 from genkit_sessions.model.types import SessionSnapshot
 from genkit_sessions.stores.write_rules import leaf_of, restorable, restore_order
 
-__all__ = ["delete_session", "index_keys", "restore", "sweep_staged"]
+__all__ = ["delete_session", "index_keys", "restore", "snapshot_item", "sweep_staged"]
 
 _log = logging.getLogger("genkit_sessions.dynamodb")
 
@@ -196,27 +196,8 @@ def restore(engine: Engine, tenant: str, snapshots: Iterable[SessionSnapshot]) -
         old_session = _session_of_item(engine, previous, snapshot.snapshot_id)
         if old_session is not None and old_session != session_id:
             touched.add(old_session)
-        # Over a stored item the version moves on (an instance holding the item as it was cannot update
-        # it); over none it starts afresh, at random, as a new snapshot's does.
-        if previous is None:
-            version = engine.first_version()
-        else:
-            version = (int(previous["v"]["N"]) if "v" in previous else 1) + 1
-        plan = yield from plan_state_steps(None, None, snapshot.state, engine.settings.checkpoint_every)
-        name, chunks = yield from new_blob(engine, snapshot.snapshot_id, plan)
-        recipe = plan.recipe(name, len(chunks))
-        writes += blob_part_items(tenant, session_id, name, chunks, expires)
-        item: dict[str, Any] = {
-            **keys.snapshot_key(tenant, snapshot.snapshot_id),
-            "rec": {"B": record_bytes(snapshot, recipe)},
-            **status_attributes(snapshot),
-            "v": {"N": str(version)},
-        }
-        if expires is not None:
-            item["exp"] = {"N": str(expires)}
-        if previous is not None and "rec" in previous:  # it may hold the inline blob children read
-            item["u"], item["rec"] = item["rec"], previous["rec"]
-        writes.append(item)
+        parts, item, recipe = yield from snapshot_item(engine, tenant, session_id, snapshot, previous, expires)
+        writes += [*parts, item]
         touched.add(session_id)
         for other in restored.values():
             other.pop(snapshot.snapshot_id, None)
@@ -246,6 +227,35 @@ def restore(engine: Engine, tenant: str, snapshots: Iterable[SessionSnapshot]) -
     for session_id in sorted(touched):
         yield from _recompute_head(engine, tenant, session_id, restored.get(session_id, {}), moved)
     return len(checked)
+
+
+def snapshot_item(
+    engine: Engine,
+    tenant: str,
+    session_id: str,
+    snapshot: SessionSnapshot,
+    previous: dict[str, Any] | None,
+    expires: int | None,
+) -> Steps[tuple[list[dict[str, Any]], dict[str, Any], Recipe]]:
+    """A snapshot stored verbatim: its blob parts, its item (over ``previous``, the item stored under its
+    id, if any) and its recipe."""
+    # Over a stored item the version moves on (an instance holding the item as it was cannot update
+    # it); over none it starts afresh, at random, as a new snapshot's does.
+    version = engine.first_version() if previous is None else (int(previous["v"]["N"]) if "v" in previous else 1) + 1
+    plan = yield from plan_state_steps(None, None, snapshot.state, engine.settings.checkpoint_every)
+    name, chunks = yield from new_blob(engine, snapshot.snapshot_id, plan)
+    recipe = plan.recipe(name, len(chunks))
+    item: dict[str, Any] = {
+        **keys.snapshot_key(tenant, snapshot.snapshot_id),
+        "rec": {"B": record_bytes(snapshot, recipe)},
+        **status_attributes(snapshot),
+        "v": {"N": str(version)},
+    }
+    if expires is not None:
+        item["exp"] = {"N": str(expires)}
+    if previous is not None and "rec" in previous:  # it may hold the inline blob children read
+        item["u"], item["rec"] = item["rec"], previous["rec"]
+    return blob_part_items(tenant, session_id, name, chunks, expires), item, recipe
 
 
 def _heads_written(engine: Engine, actions: list[dict[str, Any]]) -> Steps[bool]:

@@ -30,19 +30,21 @@ from typing import Any
 from genkit_sessions.dynamodb import _head
 from genkit_sessions.dynamodb import _keys as keys
 from genkit_sessions.dynamodb._calls import Cancelled, Steps, batch_get, call, write_one
-from genkit_sessions.dynamodb._commit import take_back_dead, transact_surely
+from genkit_sessions.dynamodb._commit import MAX_TRANSACTION_ACTIONS, take_back_dead, transact_surely
 from genkit_sessions.dynamodb._engine import Engine
 from genkit_sessions.dynamodb._expressions import Update, eq, exists, not_exists, render
-from genkit_sessions.dynamodb._items import Head, put_action
-from genkit_sessions.dynamodb._maintenance import delete_session
+from genkit_sessions.dynamodb._items import Head, action_size, id_list, pages_of, put_action
+from genkit_sessions.dynamodb._maintenance import delete_session, restore, snapshot_item
 from genkit_sessions.dynamodb._reads import read_head, record_of
 from genkit_sessions.errors import GenkitError, Status
 from genkit_sessions.model.clock import format_timestamp, parse_timestamp
 from genkit_sessions.model.frozen_json import FrozenDict
+from genkit_sessions.model.types import SessionSnapshot
 from genkit_sessions.stores import session_rules as rules
 from genkit_sessions.stores.protocol import SessionPage, SessionRecord
+from genkit_sessions.stores.write_rules import leaf_of, restore_order
 
-__all__ = ["create_session", "delete_expired", "find_sessions", "set_metadata"]
+__all__ = ["create_session", "create_with_snapshots", "delete_expired", "find_sessions", "set_metadata"]
 
 _ROUNDS = 5
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -74,6 +76,58 @@ def _run(engine: Engine, actions: list[dict[str, Any]]) -> Steps[None]:
         yield from transact_surely(engine, actions)
 
 
+def _record_attributes(
+    engine: Engine,
+    tenant: str,
+    session_id: str,
+    metadata: FrozenDict,
+    ttl: timedelta | None,
+    sliding: bool,
+    now: str,
+    created: str,
+) -> tuple[dict[str, Any], list[dict[str, Any]], int | None]:
+    """What a new session's head carries of its record (created at ``created``, its expiry counted from
+    ``now``, V7), the index entries written beside it, and its expiry instant (epoch ms)."""
+    attributes: dict[str, Any] = {"ca": {"S": created}, "ua": {"S": now}}
+    entries: list[dict[str, Any]] = []
+    if metadata:
+        attributes["md"] = {"M": {k: {"S": v} for k, v in metadata.items()}}
+        for name, value in metadata.items():
+            if name in engine.settings.indexed:
+                pk = keys.index_pk(tenant, name, value)
+                entries.append(_index_put(engine, pk, keys.index_sk(created, session_id)))
+    expires = None
+    if ttl is not None:
+        ttl_us = ttl // _MICROSECOND
+        created_us = (parse_timestamp(now) - _EPOCH) // _MICROSECOND
+        expires = (created_us + ttl_us) // 1000  # V7: created_at + ttl, down to the whole millisecond
+        xi = keys.expiry_sk(expires, session_id)
+        attributes.update(xa={"N": str(expires)}, tl={"N": str(max(1, -(-ttl_us // 1000)))}, xi={"S": xi})
+        if sliding:
+            attributes["sl"] = {"BOOL": True}
+        entries.append(_index_put(engine, keys.expiry_pk(tenant), xi, sid={"S": session_id}))
+    return attributes, entries, expires
+
+
+def _new_record(
+    session_id: str, now: str, expires: int | None, metadata: FrozenDict, ttl: timedelta | None, sliding: bool
+) -> SessionRecord:
+    """What a create wrote (V8: a session without snapshots reads as version 0), without reading it back."""
+    expires_at = None
+    if expires is not None:
+        expires_at = format_timestamp(datetime.fromtimestamp(expires / 1000, tz=timezone.utc))
+    return SessionRecord(
+        id=session_id,
+        created_at=now,
+        updated_at=now,
+        version=0,
+        expires_at=expires_at,
+        metadata=metadata,
+        ttl=ttl,
+        sliding=sliding and ttl is not None,
+    )
+
+
 def create_session(
     engine: Engine,
     tenant: str,
@@ -85,33 +139,11 @@ def create_session(
     """V1: one write (a transaction when there are index entries) on there being no live head."""
     for _ in range(_ROUNDS):
         now, token = engine.stamp(), engine.token()
-        update = (
-            Update()
-            .set("ca", {"S": now})
-            .set("ua", {"S": now})
-            .set("lc", {"S": "0"})
-            .set("hv", {"S": token})
-            .add("sv", {"N": "0"})
-            .remove("dead")
-        )
-        entries: list[dict[str, Any]] = []
-        if metadata:
-            update.set("md", {"M": {k: {"S": v} for k, v in metadata.items()}})
-            for name, value in metadata.items():
-                if name in engine.settings.indexed:
-                    entries.append(
-                        _index_put(engine, keys.index_pk(tenant, name, value), keys.index_sk(now, session_id))
-                    )
-        if ttl is not None:
-            ttl_us = ttl // _MICROSECOND
-            ttl_ms = max(1, -(-ttl_us // 1000))
-            created_us = (parse_timestamp(now) - _EPOCH) // _MICROSECOND
-            expires = (created_us + ttl_us) // 1000  # V7: created_at + ttl, down to the whole millisecond
-            xi = keys.expiry_sk(expires, session_id)
-            update.set("xa", {"N": str(expires)}).set("tl", {"N": str(ttl_ms)}).set("xi", {"S": xi})
-            if sliding:
-                update.set("sl", {"BOOL": True})
-            entries.append(_index_put(engine, keys.expiry_pk(tenant), xi, sid={"S": session_id}))
+        attributes, entries, expires = _record_attributes(engine, tenant, session_id, metadata, ttl, sliding, now, now)
+        update = Update()
+        for name, value in attributes.items():
+            update.set(name, value)
+        update.set("lc", {"S": "0"}).set("hv", {"S": token}).add("sv", {"N": "0"}).remove("dead")
         condition = not_exists("pk") | (exists("dead") & not_exists("del"))
         try:
             yield from _run(engine, [_head_update(engine, tenant, session_id, update, condition), *entries])
@@ -126,26 +158,134 @@ def create_session(
             continue
         break
     else:
-        raise GenkitError(
-            Status.ABORTED,
-            f"session {session_id!r} kept changing while it was being created on DynamoDB table {engine.table!r}; "
-            "retry",
-        )
+        raise _kept_changing(engine, session_id)
     engine.see_head(tenant, session_id, None)
-    expires_at = None
-    if ttl is not None:
-        expires_at = format_timestamp(datetime.fromtimestamp(expires / 1000, tz=timezone.utc))
-    # What the write made (V8: a session without snapshots reads as version 0), without reading it back.
-    return SessionRecord(
-        id=session_id,
-        created_at=now,
-        updated_at=now,
-        version=0,
-        expires_at=expires_at,
-        metadata=metadata,
-        ttl=ttl,
-        sliding=sliding and ttl is not None,
+    return _new_record(session_id, now, expires, metadata, ttl, sliding)
+
+
+def _kept_changing(engine: Engine, session_id: str) -> GenkitError:
+    return GenkitError(
+        Status.ABORTED,
+        f"session {session_id!r} kept changing while it was being created on DynamoDB table {engine.table!r}; retry",
     )
+
+
+def create_with_snapshots(
+    engine: Engine,
+    tenant: str,
+    session_id: str,
+    metadata: FrozenDict,
+    ttl: timedelta | None,
+    sliding: bool,
+    snapshots: list[SessionSnapshot],
+) -> Steps[SessionRecord]:
+    """V1 with snapshots: a GetItem of the head, then one TransactWriteItems of the head (its record and
+    its members, on the exact tombstone read or on there being none), the index entries, and each
+    snapshot's item (on its id being free) and blob parts. Too big for one transaction (100 actions,
+    4 MB), it is a create, then a restore, and a failure of the restore deletes the session again."""
+    rules.first_snapshots(session_id, snapshots, engine.stamp())  # refuse a bad batch before any call
+    for _ in range(_ROUNDS):
+        read = yield from read_head(engine, tenant, session_id)
+        if read.live(engine.now_ms()):
+            raise rules.session_exists(session_id)
+        if read.alive or read.deleting:  # expired, or a deletion stopped part-way: finish it, then create
+            yield from delete_session(engine, tenant, session_id)
+            continue
+        now = engine.stamp()
+        first = rules.first_snapshots(session_id, snapshots, now)
+        created = min(now, *(s.created_at for s in first))
+        attributes, entries, expires = _record_attributes(
+            engine, tenant, session_id, metadata, ttl, sliding, now, created
+        )
+        item_expiry = engine.now_epoch() + int(engine.settings.ttl.total_seconds()) if engine.settings.ttl else None
+        actions: list[dict[str, Any]] = []
+        recipes: dict[str, Any] = {}
+        for snapshot in first:
+            parts, item, recipes[snapshot.snapshot_id] = yield from snapshot_item(
+                engine, tenant, session_id, snapshot, None, item_expiry
+            )
+            actions.append(put_action(engine.table, item, render(condition=not_exists("pk"))))
+            actions += [put_action(engine.table, part) for part in parts]
+        order = restore_order((), first, None)
+        leaf = leaf_of(order)
+        ids = [s.snapshot_id for s in order]
+        head_ids, paged = ids[-engine.settings.head_ids :], ids[: -engine.settings.head_ids]
+        for chunk in pages_of(paged):
+            page: dict[str, Any] = {**keys.page_key(tenant, session_id, engine.token()), "ids": id_list(chunk)}
+            if item_expiry is not None:
+                page["exp"] = {"N": str(item_expiry)}
+            actions.append(put_action(engine.table, page))
+        # The record over the tombstone's session version (V8 never reuses a number), with the members.
+        record = {**keys.head_key(tenant, session_id), **attributes, "sv": {"N": str(read.session_version)}}
+        head = _head.restored(
+            engine,
+            tenant,
+            session_id,
+            Head("", (), record),
+            head_ids,
+            leaf,
+            recipes[leaf.snapshot_id] if leaf is not None else None,
+            item_expiry,
+            created,
+            len(order),
+            len(order),
+        )["Put"]["Item"]
+        condition = not_exists("pk") if read.version is None else eq("hv", {"S": read.version})
+        actions = [put_action(engine.table, head, render(condition=condition)), *entries, *actions]
+        if len(actions) > MAX_TRANSACTION_ACTIONS or sum(map(action_size, actions)) > _ONE_TRANSACTION:
+            return (yield from _create_then_restore(engine, tenant, session_id, metadata, ttl, sliding, snapshots))
+        try:
+            yield from transact_surely(engine, actions)
+        except Cancelled:
+            found = yield from read_head(engine, tenant, session_id)
+            if found.version == head["hv"]["S"]:
+                break  # this very write landed (its answer was lost, and the resend was refused)
+            if found.live(engine.now_ms()):
+                raise rules.session_exists(session_id) from None
+            item_keys = [keys.snapshot_key(tenant, s.snapshot_id) for s in first]
+            stored = yield from batch_get(engine.table, item_keys)
+            taken = [
+                s.snapshot_id for s, k in zip(first, item_keys, strict=True) if (k["pk"]["S"], k["sk"]["S"]) in stored
+            ]
+            if taken:
+                raise rules.snapshot_exists(taken[0]) from None
+            continue  # the head moved since it was read (a deletion finished, another create came and went)
+        break
+    else:
+        raise _kept_changing(engine, session_id)
+    engine.see_head(tenant, session_id, None)
+    engine.forget(tenant, set(ids))
+    found_record = yield from record_of(engine, tenant, session_id, Head.of(head))
+    if found_record is None:  # its ttl ran out already: what was written, as create_session reports it
+        return _new_record(session_id, now, expires, metadata, ttl, sliding)
+    return found_record
+
+
+_ONE_TRANSACTION = 3 * 1024 * 1024
+"""At most this many bytes of actions go in the one transaction of a create with snapshots (the limit is 4 MB)."""
+
+
+def _create_then_restore(
+    engine: Engine,
+    tenant: str,
+    session_id: str,
+    metadata: FrozenDict,
+    ttl: timedelta | None,
+    sliding: bool,
+    snapshots: list[SessionSnapshot],
+) -> Steps[SessionRecord]:
+    """A create with snapshots too big for one transaction: the record, then a restore of the snapshots
+    (its items first, the head last, so readers see all of them or none). A restore that fails takes the
+    session back (best effort: what an outage leaves is the record alone, or unlisted items)."""
+    record = yield from create_session(engine, tenant, session_id, metadata, ttl, sliding)
+    try:
+        yield from restore(engine, tenant, rules.first_snapshots(session_id, snapshots, record.created_at))
+    except GenkitError:
+        with contextlib.suppress(GenkitError):  # the caller's error says what failed
+            yield from delete_session(engine, tenant, session_id)
+        raise
+    found = yield from read_head(engine, tenant, session_id)
+    return (yield from record_of(engine, tenant, session_id, found)) or record
 
 
 def set_metadata(engine: Engine, tenant: str, session_id: str, name: str, value: str | None) -> Steps[SessionRecord]:

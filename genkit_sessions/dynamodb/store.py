@@ -393,10 +393,18 @@ class DynamoDBSessionStore:
         metadata: Mapping[str, str] | None = None,
         ttl: timedelta | None = None,
         sliding: bool = False,
+        snapshots: Iterable[SessionSnapshot] = (),
         context: Context = None,
     ) -> SessionRecord:
-        """V1: a record with no snapshots: one write on the head (a transaction with its index entries)."""
-        found: SessionRecord = self._run(_create_steps(self._engine, session_id, metadata, ttl, sliding, context))
+        """V1: a record with no snapshots: one write on the head (a transaction with its index entries).
+
+        With ``snapshots``: a GetItem of the head, then one TransactWriteItems of the record, its index
+        entries and every snapshot's item and blob parts, so a failure leaves nothing. Past one
+        transaction (100 actions, 4 MB) it is a create, then a restore; a failed restore deletes the
+        session again, and an outage part-way can leave the record alone, or items no session lists."""
+        found: SessionRecord = self._run(
+            _create_steps(self._engine, session_id, metadata, ttl, sliding, snapshots, context)
+        )
         return found
 
     def set_session_metadata(
@@ -641,10 +649,13 @@ class AsyncDynamoDBSessionStore:
         metadata: Mapping[str, str] | None = None,
         ttl: timedelta | None = None,
         sliding: bool = False,
+        snapshots: Iterable[SessionSnapshot] = (),
         context: Context = None,
     ) -> SessionRecord:
         """See :meth:`DynamoDBSessionStore.create_session`."""
-        found: SessionRecord = await self._run(_create_steps(self._engine, session_id, metadata, ttl, sliding, context))
+        found: SessionRecord = await self._run(
+            _create_steps(self._engine, session_id, metadata, ttl, sliding, snapshots, context)
+        )
         return found
 
     async def set_session_metadata(
@@ -786,13 +797,18 @@ def _create_steps(
     metadata: Mapping[str, str] | None,
     ttl: timedelta | None,
     sliding: bool,
+    snapshots: Iterable[SessionSnapshot],
     context: Context,
 ) -> Steps[SessionRecord]:
     validate_id(session_id, "session_id", Reason.INVALID_SESSION_ID)
     frozen = rules.check_metadata(metadata)
     rules.check_ttl(ttl)
     tenant = tenant_key(engine.settings.tenant_of, context)
-    return _records.create_session(engine, tenant, session_id, frozen, ttl, bool(sliding) and ttl is not None)
+    sliding = bool(sliding) and ttl is not None
+    given = list(snapshots)
+    if given:
+        return _records.create_with_snapshots(engine, tenant, session_id, frozen, ttl, sliding, given)
+    return _records.create_session(engine, tenant, session_id, frozen, ttl, sliding)
 
 
 def _metadata_steps(

@@ -130,9 +130,17 @@ def _store_call(method: str, *args: Any, **kwargs: Any) -> Steps[Any]:
 class _Rules:
     """The service's rules, store-agnostic; the two faces drive them."""
 
-    def __init__(self, indexed: frozenset[str], clock: Clock, max_append_attempts: int, can_restore: bool) -> None:
+    def __init__(
+        self,
+        indexed: frozenset[str],
+        clock: Clock,
+        max_append_attempts: int,
+        can_restore: bool,
+        can_create_with: bool = False,
+    ) -> None:
         self.indexed = indexed
         self.can_restore = can_restore
+        self.can_create_with = can_create_with
         self.clock = clock
         self.max_append_attempts = max_append_attempts
         self._leaves: collections.OrderedDict[tuple[str, str], tuple[int, SessionSnapshot]] = collections.OrderedDict()
@@ -582,6 +590,8 @@ class _Rules:
             )
         _require_completed(source)
         before = yield from self.history_before(source, context)
+        if self.can_create_with:
+            return (yield from self._fork_at_once(source, before, new_session_id, metadata, ttl, context))
         record = yield from self.create(new_session_id, ttl, False, metadata, context)
         try:
             active = list(_active(source))
@@ -605,6 +615,42 @@ class _Rules:
                 Status.ABORTED, f"session {record.id!r} was deleted while it was being forked into; fork again"
             )
         return found
+
+    def _fork_at_once(
+        self,
+        source: SessionSnapshot,
+        before: list[Message],
+        new_session_id: str | None,
+        metadata: Mapping[str, str] | None,
+        ttl: timedelta | None,
+        context: Context,
+    ) -> Steps[SessionRecord]:
+        """V13 on a store whose ``create_session`` takes the first snapshots: the record, the archive of the
+        history the source compacted (if any) and the first snapshot land in one atomic write, so a
+        failure anywhere leaves no fork at all, and the same fork can simply be run again."""
+        session_id = (
+            mint_id()
+            if new_session_id is None
+            else validate_id(new_session_id, "session_id", Reason.INVALID_SESSION_ID)
+        )
+        active = list(_active(source))
+        snapshots: list[SessionSnapshot] = []
+        if before:  # the history the source compacted, written once, for the fork's first message to name
+            archive = _child(session_id, None, before, state=source.state)
+            active = [*_summary(active[:1], archive.snapshot_id, len(before)), *active[1:]]
+            snapshots.append(archive)
+        snapshots.append(_child(session_id, snapshots[-1] if snapshots else None, active, state=source.state))
+        self.forget(session_id, context)
+        record: SessionRecord = yield from _store_call(
+            "create_session",
+            session_id,
+            metadata=metadata,
+            ttl=ttl,
+            sliding=False,
+            snapshots=snapshots,
+            context=context,
+        )
+        return record
 
 
 # --- helpers ------------------------------------------------------------------------------
@@ -806,6 +852,15 @@ def _current_version(error: GenkitError) -> int:
     return version if isinstance(version, int) and not isinstance(version, bool) else 0
 
 
+def _takes_keyword(function: Callable[..., Any], name: str) -> bool:
+    """Whether ``function`` accepts the keyword ``name`` (by name, or through ``**kwargs``)."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == name or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+
+
 def _check_service_store(store: object, protocol: type, face: str) -> None:
     if not isinstance(store, protocol):
         raise GenkitError(
@@ -832,7 +887,11 @@ class SessionService:
         self.store = store
         self._clock = clock
         self._rules = _Rules(
-            store.indexed_metadata, clock, max_append_attempts, callable(getattr(store, "restore_snapshots", None))
+            store.indexed_metadata,
+            clock,
+            max_append_attempts,
+            callable(getattr(store, "restore_snapshots", None)),
+            _takes_keyword(store.create_session, "snapshots"),
         )
         self.history_fallbacks = 0
         """How many :meth:`get_history` calls needed the stream because the bounded read was truncated."""
@@ -1052,7 +1111,11 @@ class AsyncSessionService:
         self.store = store
         self._clock = clock
         self._rules = _Rules(
-            store.indexed_metadata, clock, max_append_attempts, callable(getattr(store, "restore_snapshots", None))
+            store.indexed_metadata,
+            clock,
+            max_append_attempts,
+            callable(getattr(store, "restore_snapshots", None)),
+            _takes_keyword(store.create_session, "snapshots"),
         )
         self.history_fallbacks = 0
         """How many :meth:`get_history` calls needed the stream because the bounded read was truncated."""

@@ -535,20 +535,28 @@ class InMemorySessionStore:
         metadata: Mapping[str, str] | None = None,
         ttl: timedelta | None = None,
         sliding: bool = False,
+        snapshots: Iterable[SessionSnapshot] = (),
         context: Context = None,
     ) -> SessionRecord:
-        """V1: a record with no snapshots; ALREADY_EXISTS (SESSION_EXISTS) when a live session has the id."""
+        """V1: a record, with no snapshots or with ``snapshots`` (stored as ``restore_snapshots`` would, in the
+        same write under the store's lock); ALREADY_EXISTS (SESSION_EXISTS) when a live session has the id."""
         validate_id(session_id, "session_id", Reason.INVALID_SESSION_ID)
         frozen = rules.check_metadata(metadata)
         rules.check_ttl(ttl)
+        given = list(snapshots)
         with self._lock:
             if self._in_mutator:
                 raise _write_in_mutator("create_session")
             tenant = self._tenant(context)
             if self._live(tenant, session_id, writing=True) is not None:
                 raise rules.session_exists(session_id)
+            now = self._stamp()
+            first = rules.first_snapshots(session_id, given, now)
+            taken = next((s.snapshot_id for s in first if s.snapshot_id in tenant.snapshots), None)
+            if taken is not None:
+                raise rules.snapshot_exists(taken)
             session = tenant.session(session_id)
-            session.created_at = session.updated_at = self._stamp()
+            session.created_at = session.updated_at = now
             session.metadata = frozen
             session.ttl, session.sliding = ttl, bool(sliding) and ttl is not None
             if ttl is not None:
@@ -557,6 +565,8 @@ class InMemorySessionStore:
             for name, value in frozen.items():
                 if name in self._indexed:
                     tenant.index.setdefault((name, value), {})[session_id] = session.created_at
+            if first:  # checked above, so the restore cannot refuse them part-way
+                self.restore_snapshots(first, context=context)
             return self._record(tenant, session_id, session)
 
     def set_session_metadata(
@@ -741,10 +751,13 @@ class AsyncInMemorySessionStore:
         metadata: Mapping[str, str] | None = None,
         ttl: timedelta | None = None,
         sliding: bool = False,
+        snapshots: Iterable[SessionSnapshot] = (),
         context: Context = None,
     ) -> SessionRecord:
         """See :meth:`InMemorySessionStore.create_session`."""
-        return self.sync.create_session(session_id, metadata=metadata, ttl=ttl, sliding=sliding, context=context)
+        return self.sync.create_session(
+            session_id, metadata=metadata, ttl=ttl, sliding=sliding, snapshots=snapshots, context=context
+        )
 
     async def set_session_metadata(
         self, session_id: str, name: str, value: str | None, *, context: Context = None

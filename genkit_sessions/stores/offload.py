@@ -163,11 +163,19 @@ class OffloadedAsyncStore:
         metadata: Mapping[str, str] | None = None,
         ttl: timedelta | None = None,
         sliding: bool = False,
+        snapshots: Iterable[SessionSnapshot] = (),
         context: Context = None,
     ) -> SessionRecord:
         """The wrapped store's ``create_session``, on the executor."""
+        keywords: dict[str, Any] = {"snapshots": list(snapshots)} if snapshots else {}
         found: SessionRecord = await self._run(
-            self.sync.create_session, session_id, metadata=metadata, ttl=ttl, sliding=sliding, context=context
+            self.sync.create_session,
+            session_id,
+            metadata=metadata,
+            ttl=ttl,
+            sliding=sliding,
+            context=context,
+            **keywords,
         )
         return found
 

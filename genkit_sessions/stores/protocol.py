@@ -330,10 +330,17 @@ class SupportsSessions(SupportsRecords, Protocol):
         metadata: Mapping[str, str] | None = None,
         ttl: timedelta | None = None,
         sliding: bool = False,
+        snapshots: Iterable[SessionSnapshot] = (),
         context: Context = None,
     ) -> SessionRecord:
         """V1: a record with no snapshots. ALREADY_EXISTS (reason ``SESSION_EXISTS``) for a live session;
-        an expired one is deleted first."""
+        an expired one is deleted first.
+
+        With ``snapshots`` (a fork's first history), the record and those snapshots land in one atomic
+        write: each stored verbatim as ``restore_snapshots`` stores it, one without ``createdAt`` stamped
+        with the record's, the version counting them (V8). Every snapshot is checked first: INVALID_ARGUMENT
+        for one of another session or an id given twice, ALREADY_EXISTS for an id the store holds.
+        A store may leave this keyword out; the service then writes them after the record."""
         ...
 
     def set_session_metadata(
@@ -385,6 +392,7 @@ class SupportsAsyncSessions(SupportsAsyncRecords, Protocol):
         metadata: Mapping[str, str] | None = None,
         ttl: timedelta | None = None,
         sliding: bool = False,
+        snapshots: Iterable[SessionSnapshot] = (),
         context: Context = None,
     ) -> SessionRecord:
         """See :meth:`SupportsSessions.create_session`."""

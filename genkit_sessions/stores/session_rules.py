@@ -13,6 +13,8 @@ from typing import Any
 
 from genkit_sessions.errors import GenkitError, Reason, Status
 from genkit_sessions.model.frozen_json import FrozenDict
+from genkit_sessions.model.types import SessionSnapshot, replace_checked
+from genkit_sessions.stores.write_rules import restorable
 
 __all__ = [
     "PRINCIPAL",
@@ -23,10 +25,12 @@ __all__ = [
     "check_ttl",
     "decode_page_token",
     "encode_page_token",
+    "first_snapshots",
     "indexed_keys",
     "not_indexed",
     "session_exists",
     "session_not_found",
+    "snapshot_exists",
     "version_conflict",
 ]
 
@@ -204,6 +208,52 @@ def session_exists(session_id: str) -> GenkitError:
         Status.ALREADY_EXISTS,
         f"session {session_id!r} already exists; use find_or_create to reuse it, or pick another id",
         reason=Reason.SESSION_EXISTS,
+    )
+
+
+def first_snapshots(session_id: str, snapshots: Iterable[Any], created_at: str) -> list[SessionSnapshot]:
+    """V1 with snapshots: the snapshots a new session starts with, as ``create_session`` stores them.
+
+    Each is stored verbatim, as ``restore_snapshots`` would store it (see ``restorable``), except that
+    one without ``createdAt`` gets the record's (and ``updatedAt`` with it) and one naming no session
+    gets this one. INVALID_ARGUMENT for a snapshot of another session or an id given twice; all are
+    checked before anything is written."""
+    checked: list[SessionSnapshot] = []
+    for snapshot in snapshots:
+        if isinstance(snapshot, SessionSnapshot):
+            changes: dict[str, Any] = {}
+            if not snapshot.created_at:
+                changes.update(created_at=created_at, updated_at=snapshot.updated_at or created_at)
+            if snapshot.session_id is None and (snapshot.state is None or snapshot.state.session_id is None):
+                changes["session_id"] = session_id
+            if changes:
+                snapshot = replace_checked(snapshot, **changes)
+        stored, owner = restorable(snapshot)
+        if owner != session_id:
+            raise GenkitError(
+                Status.INVALID_ARGUMENT,
+                f"snapshot {stored.snapshot_id!r} names session {owner!r}, not {session_id!r}; a new session's "
+                "first snapshots must be its own",
+                reason=Reason.INVALID_SESSION_ID,
+            )
+        checked.append(stored)
+    ids = [s.snapshot_id for s in checked]
+    if len(set(ids)) != len(ids):
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"session {session_id!r}: a snapshot id is given twice among its first snapshots {ids}; give each its own",
+            reason=Reason.INVALID_SNAPSHOT_ID,
+        )
+    return checked
+
+
+def snapshot_exists(snapshot_id: str) -> GenkitError:
+    """V1 with snapshots: ALREADY_EXISTS for a first snapshot whose id the store already holds."""
+    return GenkitError(
+        Status.ALREADY_EXISTS,
+        f"snapshot {snapshot_id!r} already exists; a new session's first snapshots need new ids "
+        "(restore_snapshots moves existing ones)",
+        reason=Reason.INVALID_SNAPSHOT_ID,
     )
 
 

@@ -600,10 +600,22 @@ def test_v13_deleting_either_side_of_a_fork_of_a_compacted_session_never_changes
 
 
 class _WithoutRestore:
-    """A store with the record protocol but no ``restore_snapshots``, as a store author's may be."""
+    """A store with the record protocol but no ``restore_snapshots``, and a ``create_session`` that takes
+    no first snapshots, as a store author's may be."""
 
     def __init__(self, store: Any) -> None:
         self._store = store
+
+    def create_session(
+        self,
+        session_id: str,
+        *,
+        metadata: Any = None,
+        ttl: Any = None,
+        sliding: bool = False,
+        context: Any = None,
+    ) -> Any:
+        return self._store.create_session(session_id, metadata=metadata, ttl=ttl, sliding=sliding, context=context)
 
     def __getattr__(self, name: str) -> Any:
         if name == "restore_snapshots":
