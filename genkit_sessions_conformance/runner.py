@@ -656,6 +656,11 @@ async def _perform(
         return await handle.call("restore_snapshots", snapshots, context=context)
     if op == "record":
         return _record_json(await handle.call("get_session_record", step["sessionId"], context=context))
+    if op == "create":  # the store's own create_session (V1), with the new session's first snapshots if given
+        keywords: dict[str, Any] = {"metadata": step.get("metadata")}
+        if "snapshots" in step:
+            keywords["snapshots"] = [_snapshot_json(s) for s in step["snapshots"]]
+        return _record_json(await handle.call("create_session", step["sessionId"], context=context, **keywords))
     if op == "service":
         return await _service(handle, step)
     if op == "tamper":

@@ -718,3 +718,61 @@ def test_a_fork_of_a_compacted_history_too_big_for_one_transaction_reads_back_wh
     assert [m.text for m in reader.get_messages("copy")] == [m.text for m in reader.get_messages("big")]
     assert [m.text for m in reader.get_active_messages("copy")] == [m.text for m in reader.get_active_messages("big")]
     assert fork.version == 2 == reader.version("copy")
+
+
+def test_a_fork_of_a_compacted_session_writes_its_record_archive_and_first_snapshot_in_one_transaction(
+    make_dynamo: StoreFactory,
+) -> None:
+    from genkit_sessions import KeepLastStrategy, MessageCountTrigger, SessionService
+
+    store = make_dynamo()
+    service = SessionService(store)
+    for n in range(4):
+        service.append("src", [Message.of_text("user", f"u{n}"), Message.of_text("model", f"m{n}")])
+    service.compact("src", MessageCountTrigger(4), KeepLastStrategy(2, lambda covered: "so far"))
+    leaf = service.find_by_id("src")
+    assert leaf is not None and leaf.leaf_id is not None
+    guard = guard_of(store)
+    guard.reset()
+    fork = SessionService(cold(store)).fork(leaf.leaf_id, new_session_id="copy", metadata={"principal": "p"})
+    writes = {op: n for op, n in guard.calls.items() if op not in ("GetItem", "BatchGetItem", "Query")}
+    assert writes == {"TransactWriteItems": 1}, guard.log
+    assert fork.version == 2 and fork.leaf_id is not None
+    reader = SessionService(cold(store))
+    assert [m.text for m in reader.get_messages("copy")] == [m.text for m in reader.get_messages("src")]
+    assert [r.id for r in reader.find_by_metadata("principal", "p").records] == ["copy"]
+
+
+def test_a_session_created_with_more_first_snapshots_than_its_head_lists_pages_the_rest(
+    make_dynamo: StoreFactory,
+) -> None:
+    store = make_dynamo(head_ids=3)
+    chain = [
+        SessionSnapshot(
+            snapshot_id=f"c{n}",
+            parent_id=f"c{n - 1}" if n else None,
+            state=SessionState(messages=(Message.of_text("user", f"turn {n}"),)),
+        )
+        for n in range(40)
+    ]
+    guard = guard_of(store)
+    guard.reset()
+    record = store.create_session("long", snapshots=chain)
+    assert dict(guard.calls) == {"GetItem": 1, "TransactWriteItems": 1}, guard.log
+    assert (record.version, record.leaf_id) == (40, "c39")
+    reader = cold(store)
+    # All stamped with the record's creation: listed by createdAt, then id, the leaf last (as memory lists them).
+    listed = [s.snapshot_id for s in reader.list_snapshots("long")]
+    assert listed == [*sorted(f"c{n}" for n in range(39)), "c39"]
+    assert listed == [s.snapshot_id for s in _memory_twin(chain).list_snapshots("long")]
+    assert reader.get_snapshot(session_id="long").snapshot_id == "c39"
+    assert reader.delete_session("long") == 40
+    assert not [i for i in left_behind(store) if i["pk"]["S"].endswith("long") or "c3" in i["pk"]["S"]]
+
+
+def _memory_twin(chain: list[SessionSnapshot]) -> Any:
+    from genkit_sessions import InMemorySessionStore
+
+    memory = InMemorySessionStore()
+    memory.create_session("long", snapshots=chain)
+    return memory
