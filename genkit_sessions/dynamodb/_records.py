@@ -217,6 +217,8 @@ def create_with_snapshots(
             actions.append(put_action(engine.table, page))
         # The record over the tombstone's session version (V8 never reuses a number), with the members.
         record = {**keys.head_key(tenant, session_id), **attributes, "sv": {"N": str(read.session_version)}}
+        if read.item is not None and _head.STAGED in read.item:  # a dead first writer's parts stay named
+            record[_head.STAGED] = read.item[_head.STAGED]
         head = _head.restored(
             engine,
             tenant,

@@ -548,10 +548,10 @@ class InMemorySessionStore:
             if self._in_mutator:
                 raise _write_in_mutator("create_session")
             tenant = self._tenant(context)
+            now = self._stamp()
+            first = rules.first_snapshots(session_id, given, now)  # refused before an expired session goes
             if self._live(tenant, session_id, writing=True) is not None:
                 raise rules.session_exists(session_id)
-            now = self._stamp()
-            first = rules.first_snapshots(session_id, given, now)
             taken = next((s.snapshot_id for s in first if s.snapshot_id in tenant.snapshots), None)
             if taken is not None:
                 raise rules.snapshot_exists(taken)

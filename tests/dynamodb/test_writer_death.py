@@ -23,7 +23,7 @@ from typing import Any
 import attrs
 import pytest
 
-from genkit_sessions import AgentInit, Message, SessionResolver, SnapshotStatus
+from genkit_sessions import AgentInit, Message, SessionResolver, SessionSnapshot, SnapshotStatus
 from genkit_sessions.dynamodb import DynamoDBSessionStore, create_table
 from tests.dynamodb.helpers import (
     MARKER_PREFIX,
@@ -106,10 +106,14 @@ def _markers(store: DynamoDBSessionStore) -> list[str]:
 
 
 @pytest.mark.parametrize("point", ["third-lift", "commit"])
-@pytest.mark.parametrize("first", [False, True], ids=["child", "root"])
+@pytest.mark.parametrize("start", ["child", "root", "created"])
 def test_a_writer_killed_mid_staged_write_leaves_nothing_after_the_sessions_next_turn_past_orphan_ttl(
-    point: str, first: bool
+    point: str, start: str
 ) -> None:
+    """``child``: the dead write was a turn of a session; ``root``: the session's first, and the first
+    that lands after it is a save; ``created``: that first one is a create with first snapshots (a fork
+    landing on the id), which must keep the dead write named for the turn past ``orphan_ttl``."""
+    first = start != "child"
     endpoint = server_endpoint()
     client = make_client(endpoint)
     table = f"death-{uuid.uuid4().hex[:10]}"
@@ -128,8 +132,10 @@ def test_a_writer_killed_mid_staged_write_leaves_nothing_after_the_sessions_next
         left = parts_left_forever(fresh, readable_ids(fresh, ["s"]))
         assert left, "the writer died after lifting expiries: some parts are permanent"
 
-        if first:  # the session's first turn, after the dead writer's
+        if start == "root":  # the session's first turn, after the dead writer's
             save_new(fresh, "start", state_of("s", ["hello", "hi"]))
+        elif start == "created":
+            fresh.create_session("s", snapshots=[SessionSnapshot(snapshot_id="start", state=state_of("s", ["hi"]))])
         recent = _turn(fresh, "s", "a turn soon after: the staged write may still be at work")
         assert parts_left_forever(fresh, readable_ids(fresh, ["s"])) == left, "a young staged write was touched"
         assert _markers(fresh), "a young staged write's marker was removed"
@@ -148,9 +154,11 @@ def test_a_writer_killed_mid_staged_write_leaves_nothing_after_the_sessions_next
         assert len(live) == 4 and {"start", recent, last} < live
         assert parts_left_forever(reader, live) == [], "the dead writer's parts outlived the next turn"
         assert _markers(reader) == [], "the dead writer's marker outlived the next turn"
-        assert not [i for i in scan(reader, "pk, sk") if i["sk"]["S"].startswith(PART_PREFIX)], (
-            "no committed snapshot of this session has parts: every part left is the dead writer's"
-        )
+        # No committed snapshot of this session has parts (a create's first snapshots are stored as a restore
+        # stores them, blob in parts): every other part left is the dead writer's.
+        kept = f"{PART_PREFIX}start" if start == "created" else None
+        parts = [i["sk"]["S"] for i in scan(reader, "pk, sk") if i["sk"]["S"].startswith(PART_PREFIX)]
+        assert [p for p in parts if kept is None or not p.startswith(kept)] == [], "the dead writer's parts are left"
         leaf = reader.get_snapshot(session_id="s")
         assert leaf is not None and leaf.parent_id == last
         assert [m.text for m in leaf.state.message_list][-3:] == [  # type: ignore[union-attr]

@@ -124,3 +124,14 @@ def test_the_async_face_creates_with_snapshots_too(store: Any) -> None:
     record = asyncio.run(create())
     assert (record.version, record.leaf_id) == (2, "b")
     assert _texts(store.get_snapshot(session_id="s")) == ["u1"]
+
+
+def test_a_refused_create_with_snapshots_leaves_an_expired_session_for_delete_expired(store: Any) -> None:
+    from datetime import datetime, timezone
+
+    store.create_session("s", ttl=timedelta(milliseconds=1), snapshots=[_snapshot("a", None, "old")])
+    asyncio.run(asyncio.sleep(0.01))
+    with pytest.raises(GenkitError) as raised:
+        store.create_session("s", snapshots=[_snapshot("b", None, "new", session_id="other")])
+    assert raised.value.status.value == "INVALID_ARGUMENT"
+    assert store.delete_expired_sessions(datetime.now(timezone.utc) + timedelta(seconds=1)) == 1
