@@ -6,7 +6,8 @@ same status.
 
 Operations: create a session (with or without a ttl, sliding or not), save a new snapshot (on the leaf,
 as a root, on a named parent, pending or completed), finish a pending one, abort, heartbeat, delete a
-session, restore a batch of snapshots (roots, children, cycles, any status, stamps that tie), a save on
+session, restore a batch of snapshots (roots, children, cycles, any status, stamps that tie), create a
+session with its first snapshots (the same, unstamped too, naming another session or an id twice), a save on
 an expected version (compare-and-set), set or drop a metadata key, move the clock on, delete expired
 sessions, and every read (by id, a session's leaf, its listing, its record). Snapshot ids are shared by
 every session, so an id is reused across sessions, after deletions and after expiry.
@@ -197,6 +198,50 @@ class DifferentialMachine(RuleBasedStateMachine):
                 )
             )
         self.both(writer, lambda store: store.restore_snapshots(given))
+
+    @rule(
+        batch=st.lists(
+            st.tuples(
+                st.sampled_from(SNAPSHOT_IDS),
+                st.sampled_from((None, *SNAPSHOT_IDS)),
+                st.sampled_from(("completed", "pending", "aborted")),
+                st.sampled_from((None, -2, 0)),
+                st.sampled_from((None, "own", "other")),
+            ),
+            min_size=1,
+            max_size=3,
+        ),
+        session=st.sampled_from(SESSION_IDS),
+        ttl=st.sampled_from(TTLS),
+        writer=st.integers(0, 1),
+    )
+    def create_with_snapshots(
+        self,
+        batch: list[tuple[str, str | None, str, int | None, str | None]],
+        session: str,
+        ttl: timedelta | None,
+        writer: int,
+    ) -> None:
+        """A session created with its first snapshots (what a fork writes): unstamped or stamped, naming
+        the session, none, or another; ids that may repeat, or be held by any session."""
+        given = []
+        for snapshot_id, parent, status, seconds, names in batch:
+            stamps = {}
+            if seconds is not None:
+                stamp = format_timestamp(self.clock.now + timedelta(seconds=seconds))
+                stamps = {"created_at": stamp, "updated_at": stamp}
+            owner = {"own": session, "other": "elsewhere", None: None}[names]
+            given.append(
+                SessionSnapshot(
+                    snapshot_id=snapshot_id,
+                    session_id=owner,
+                    parent_id=parent,
+                    status=status,
+                    state=SessionState(messages=(Message.of_text("user", f"first at {self.turn}"),)),
+                    **stamps,
+                )
+            )
+        self.both(writer, lambda store: store.create_session(session, ttl=ttl, snapshots=given))
 
     @rule(by=st.sampled_from(STEPS))
     def time_passes(self, by: timedelta) -> None:
