@@ -169,7 +169,7 @@ def save(
     )
 
 
-def _judge_the_item_in_the_way(engine: Engine, tenant: str, snapshot_id: str) -> Steps[str | None]:
+def judge_the_item_in_the_way(engine: Engine, tenant: str, snapshot_id: str) -> Steps[str | None]:
     """A create refused because the id's item exists: when that item lives in an expired session (it read
     as absent), or in one whose deletion stopped part way (its head lists what is left), that session, to
     be deleted (the deletion finished) before the write goes on, as in the in-memory store; when it
@@ -318,7 +318,7 @@ def _create(
                     "run delete_session again, or restore the session, before adding to it",
                 ) from None
         else:  # the id's item is there though it read as absent, or another writer just created it
-            home = yield from _judge_the_item_in_the_way(engine, tenant, snapshot_id)
+            home = yield from judge_the_item_in_the_way(engine, tenant, snapshot_id)
             if home is not None:  # an expired session holds the id: deleted once the write is sure to go on
                 if expected is not None:  # refused before anything changes, as in every store
                     head = yield from read_head(engine, tenant, session_id)

@@ -30,7 +30,12 @@ from typing import Any
 from genkit_sessions.dynamodb import _head
 from genkit_sessions.dynamodb import _keys as keys
 from genkit_sessions.dynamodb._calls import Cancelled, Steps, batch_get, call, write_one
-from genkit_sessions.dynamodb._commit import MAX_TRANSACTION_ACTIONS, take_back_dead, transact_surely
+from genkit_sessions.dynamodb._commit import (
+    MAX_TRANSACTION_ACTIONS,
+    judge_the_item_in_the_way,
+    take_back_dead,
+    transact_surely,
+)
 from genkit_sessions.dynamodb._engine import Engine
 from genkit_sessions.dynamodb._expressions import Update, eq, exists, not_exists, render
 from genkit_sessions.dynamodb._items import Head, action_size, id_list, pages_of, put_action
@@ -249,9 +254,12 @@ def create_with_snapshots(
             taken = [
                 s.snapshot_id for s, k in zip(first, item_keys, strict=True) if (k["pk"]["S"], k["sk"]["S"]) in stored
             ]
-            if taken:
-                raise rules.snapshot_exists(taken[0]) from None
-            continue  # the head moved since it was read (a deletion finished, another create came and went)
+            for snapshot_id in taken:
+                in_the_way = yield from judge_the_item_in_the_way(engine, tenant, snapshot_id)
+                if in_the_way is None:
+                    raise rules.snapshot_exists(snapshot_id) from None
+                yield from delete_session(engine, tenant, in_the_way)  # expired: its ids read as absent
+            continue  # the head moved since it was read, or an expired session held an id: again
         break
     else:
         raise _kept_changing(engine, session_id)

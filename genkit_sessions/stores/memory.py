@@ -552,9 +552,12 @@ class InMemorySessionStore:
             first = rules.first_snapshots(session_id, given, now)  # refused before an expired session goes
             if self._live(tenant, session_id, writing=True) is not None:
                 raise rules.session_exists(session_id)
-            taken = next((s.snapshot_id for s in first if s.snapshot_id in tenant.snapshots), None)
+            held = [tenant.snapshots[s.snapshot_id] for s in first if s.snapshot_id in tenant.snapshots]
+            taken = next((h.snapshot_id for h in held if self._live(tenant, h.session_id) is not None), None)
             if taken is not None:
                 raise rules.snapshot_exists(taken)
+            for holder in {h.session_id for h in held}:  # an expired session's ids read as absent: it goes first
+                self._live(tenant, holder, writing=True)
             session = tenant.session(session_id)
             session.created_at = session.updated_at = now
             session.metadata = frozen

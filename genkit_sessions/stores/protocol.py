@@ -339,7 +339,8 @@ class SupportsSessions(SupportsRecords, Protocol):
         With ``snapshots`` (a fork's first history), the record and those snapshots land in one atomic
         write: each stored verbatim as ``restore_snapshots`` stores it, one without ``createdAt`` stamped
         with the record's, the version counting them (V8). Every snapshot is checked first: INVALID_ARGUMENT
-        for one of another session or an id given twice, ALREADY_EXISTS for an id the store holds.
+        for one of another session or an id given twice, ALREADY_EXISTS for an id a live session holds (an
+        expired one that holds an id is deleted first, as for a save).
         A store may leave this keyword out; the service then writes them after the record."""
         ...
 

@@ -135,3 +135,14 @@ def test_a_refused_create_with_snapshots_leaves_an_expired_session_for_delete_ex
         store.create_session("s", snapshots=[_snapshot("b", None, "new", session_id="other")])
     assert raised.value.status.value == "INVALID_ARGUMENT"
     assert store.delete_expired_sessions(datetime.now(timezone.utc) + timedelta(seconds=1)) == 1
+
+
+def test_a_first_snapshot_id_an_expired_session_holds_reads_as_absent_and_is_taken_over(store: Any) -> None:
+    store.create_session("old", ttl=timedelta(milliseconds=1), snapshots=[_snapshot("a", None, "expired")])
+    asyncio.run(asyncio.sleep(0.01))
+    record = store.create_session("s", snapshots=[_snapshot("a", None, "mine")])
+    assert (record.version, record.leaf_id) == (1, "a")
+    taken = store.get_snapshot(snapshot_id="a")
+    assert taken is not None and taken.session_id == "s" and _texts(taken) == ["mine"]
+    assert store.get_session_record("old") is None
+    assert store.list_snapshots("old") == []
