@@ -9,6 +9,7 @@ A second instance of the store is a second writer: it either runs between two ca
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -577,3 +578,40 @@ def test_a_child_of_a_parent_another_instance_changed_since_this_one_read_it_rea
     reader = cold(store)
     assert reader.get_snapshot(snapshot_id="c") == child
     assert reader.get_snapshot(snapshot_id="p").state == theirs  # type: ignore[union-attr]
+
+
+# --- a create with first snapshots (a fork's one write) racing a rival create, and a delete ----------------
+
+
+def _first(snapshot_id: str, text: str) -> SessionSnapshot:
+    return SessionSnapshot(snapshot_id=snapshot_id, state=state_of("s", [text]))
+
+
+@pytest.mark.parametrize("index", [0, 1], ids=["before-the-head-read", "before-the-transaction"])
+@pytest.mark.parametrize("rival", ["create", "delete"])
+def test_a_create_with_first_snapshots_racing_a_rival_lands_whole_or_not_at_all(
+    make_dynamo: StoreFactory, index: int, rival: str
+) -> None:
+    store = make_dynamo()
+    other = twin(store)
+    if rival == "delete":  # a session there before, deleted by another instance mid-create
+        store.create_session("s", ttl=timedelta(milliseconds=1), snapshots=[_first("old", "expired")])
+        time.sleep(0.01)
+        action = lambda: _outcome(lambda: other.delete_session("s"))  # noqa: E731
+    else:
+        action = lambda: _outcome(lambda: other.create_session("s", snapshots=[_first("theirs", "rival")]))  # noqa: E731
+    race = _at_call(index, action)
+    guard_of(store).faults.append(race)
+    outcome = _outcome(lambda: store.create_session("s", snapshots=[_first("a", "mine"), _first("b", "mine too")]))
+    guard_of(store).faults.clear()
+    reader = cold(store)
+    leaf = reader.get_snapshot(session_id="s")
+    listed = [s.snapshot_id for s in reader.list_snapshots("s")]
+    if isinstance(outcome, GenkitError):  # the rival's create won: ours left nothing
+        assert rival == "create" and outcome.status is Status.ALREADY_EXISTS, outcome
+        assert listed == ["theirs"] and leaf is not None and leaf.snapshot_id == "theirs"
+        assert reader.get_snapshot(snapshot_id="a") is None and reader.get_snapshot(snapshot_id="b") is None
+    else:  # ours won, whole; a rival create was refused, and the expired session is gone
+        assert sorted(listed) == ["a", "b"] and leaf is not None and leaf.snapshot_id == "b"
+        assert outcome.version == reader.get_session_record("s").version
+        assert reader.get_snapshot(snapshot_id="old") is None and reader.get_snapshot(snapshot_id="theirs") is None
