@@ -32,6 +32,7 @@ import logging
 import os
 import random
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -82,7 +83,7 @@ from genkit_sessions.stores.protocol import Mutator
 from genkit_sessions.stores.session_rules import version_conflict
 from genkit_sessions.stores.write_rules import check_parent, next_snapshot
 
-__all__ = ["save"]
+__all__ = ["commit_staged", "save"]
 
 _log = logging.getLogger("genkit_sessions.dynamodb")
 
@@ -483,48 +484,70 @@ def _commit(
     if not will_stage(actions, parts):
         yield from transact_surely(engine, actions + [put_action(engine.table, p) for p in parts])
         return
-    marker = {
-        **keys.marker_key(tenant, session_id, blob),
-        "n": {"N": str(len(parts))},
-        "at": {"N": str(engine.now_epoch())},
-    }
+    yield from commit_staged(engine, tenant, session_id, [(blob, parts)], actions, expires)
+
+
+def commit_staged(
+    engine: Engine,
+    tenant: str,
+    session_id: str,
+    blobs: Sequence[tuple[str, list[dict[str, Any]]]],
+    actions: list[dict[str, Any]],
+    expires: int | None,
+) -> Steps[None]:
+    """Stage the parts of ``blobs`` (each blob's name and part items, named in the session's head
+    already), then commit ``actions`` with the release of every blob's marker in one transaction: a
+    marker per blob, the parts under an orphan expiry, the expiry lifted, the commit."""
+    now = {"N": str(engine.now_epoch())}
+    markers = [
+        {**keys.marker_key(tenant, session_id, blob), "n": {"N": str(len(parts))}, "at": now} for blob, parts in blobs
+    ]
     orphan_expiry = {"N": str(engine.now_epoch() + int(engine.settings.orphan_ttl.total_seconds()))}
-    staged = [{**p, "exp": orphan_expiry, "stg": {"BOOL": True}} for p in parts]
+    staged = [[{**p, "exp": orphan_expiry, "stg": {"BOOL": True}} for p in parts] for _, parts in blobs]
+    every_part = [p for parts in staged for p in parts]
+    written: list[dict[str, Any]] = []
     try:
-        yield from call("PutItem", engine.table, Item=marker)
+        for marker in markers:
+            written.append(marker)
+            yield from call("PutItem", engine.table, Item=marker)
     except Abandoned:
-        yield from _discard(engine, [], marker)
+        yield from _discard(engine, [], written)
+        raise
+    except GenkitError:  # no part written yet: the markers go again (one that stays names no part)
+        yield from _discard(engine, [], written[:-1])
         raise
     try:
-        yield from batch_write(engine.table, [{"PutRequest": {"Item": p}} for p in staged])
-        yield from _make_permanent(engine, staged, expires)
+        yield from batch_write(engine.table, [{"PutRequest": {"Item": p}} for p in every_part])
+        yield from _make_permanent(engine, every_part, expires)
     except (GenkitError, Abandoned):  # the commit was not attempted: nothing references the parts
-        yield from _discard(engine, staged, marker)
+        yield from _discard(engine, every_part, markers)
         raise
-    marker_key = {"pk": marker["pk"], "sk": marker["sk"]}
-    release = {  # a marker that was voided (its write taken back) stops the commit
-        "Delete": {"TableName": engine.table, "Key": marker_key, **render(condition=exists("pk") & not_exists("void"))}
-    }
+    marker_keys = [{"pk": m["pk"], "sk": m["sk"]} for m in markers]
+    releases = [  # a marker that was voided (its write taken back) stops the commit
+        {"Delete": {"TableName": engine.table, "Key": key, **render(condition=exists("pk") & not_exists("void"))}}
+        for key in marker_keys
+    ]
     try:
-        yield from transact_surely(engine, [*actions, release])
+        yield from transact_surely(engine, [*actions, *releases])
     except Cancelled as cancelled:
         if cancelled.after_lost_answer:
             # A resend refused after a lost answer: the first send may have landed. The commit deletes the
-            # marker atomically, so the marker says which.
-            still_staged = yield from get_item(engine.table, {"pk": marker["pk"], "sk": marker["sk"]})
+            # markers atomically, so the first of them says which.
+            still_staged = yield from get_item(engine.table, marker_keys[0])
             if still_staged is None:
                 return
-        yield from _discard(engine, staged, marker)
+        yield from _discard(engine, every_part, markers)
         raise
     except GenkitError as error:
         if not _outcome_unknown(error):  # refused: nothing references the parts
-            yield from _discard(engine, staged, marker)
-        raise  # unknown: the parts stay, named by the marker, for sweep_staged and delete_session
+            yield from _discard(engine, every_part, markers)
+        raise  # unknown: the parts stay, named by the markers, for sweep_staged and delete_session
     except Abandoned:
         # The caller stopped waiting on a commit that may still land: whichever of the commit and the
-        # voiding of its marker comes first wins, so the parts go exactly when the commit never can.
+        # voiding of its markers comes first wins, so the parts go exactly when the commit never can.
         try:
-            yield from take_back_staged(engine, marker_key, [{"pk": p["pk"], "sk": p["sk"]} for p in staged])
+            for key, parts in zip(marker_keys, staged, strict=True):
+                yield from take_back_staged(engine, key, [{"pk": p["pk"], "sk": p["sk"]} for p in parts])
         except GenkitError as exc:
             _log.warning("could not take back an abandoned commit (%s); sweep_staged or delete_session will", exc)
         raise
@@ -539,7 +562,7 @@ def _staging_and_the_dead(
     own: tuple[_head.Staging, ...] = ()
     if blob is not None:  # named in the head first: its writer may die part-way
         own = (_head.Staging(engine.now_epoch(), parts, blob),)
-        known = (yield from _head.register_staged(engine, tenant, session_id, own[0], known)) or known
+        known = (yield from _head.register_staged(engine, tenant, session_id, own, known)) or known
     stale = _head.stale_staged(engine, known)
     taken = (yield from take_back_dead(engine, tenant, session_id, stale)) if stale else []
     return known, (*taken, *own)
@@ -639,13 +662,14 @@ def _make_permanent(engine: Engine, parts: list[dict[str, Any]], expires: int | 
         )
 
 
-def _discard(engine: Engine, parts: list[dict[str, Any]], marker: dict[str, Any]) -> Steps[None]:
-    """Best effort: delete parts whose commit did not happen, then their marker. What stays is named by
-    the marker, so ``delete_session`` and ``sweep_staged`` remove it later."""
+def _discard(engine: Engine, parts: list[dict[str, Any]], markers: list[dict[str, Any]]) -> Steps[None]:
+    """Best effort: delete parts whose commit did not happen, then their markers. What stays is named by
+    a marker, so ``delete_session`` and ``sweep_staged`` remove it later."""
     try:
         yield from batch_write(
             engine.table, [{"DeleteRequest": {"Key": {"pk": p["pk"], "sk": p["sk"]}}} for p in parts]
         )
-        yield from call("DeleteItem", engine.table, Key={"pk": marker["pk"], "sk": marker["sk"]})
+        for marker in markers:
+            yield from call("DeleteItem", engine.table, Key={"pk": marker["pk"], "sk": marker["sk"]})
     except GenkitError as exc:
         _log.warning("could not delete %d uncommitted blob parts (%s); delete_session removes them", len(parts), exc)

@@ -27,6 +27,7 @@ write that depends on what the session holds is conditioned on the head:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -402,12 +403,12 @@ def _carried_staged(item: dict[str, Any] | None, drop: tuple[Staging, ...]) -> d
 
 
 def register_staged(
-    engine: Engine, tenant: str, session_id: str, staged: Staging, known: Head | None
+    engine: Engine, tenant: str, session_id: str, staged: Sequence[Staging], known: Head | None
 ) -> Steps[Head | None]:
-    """Name a staged write in its session's head before its first part is written, so that if its
-    writer dies the session's next save takes it back. Returns the head as it now is (its version
-    moved, so a whole Put of it carries the name), or None when the head is being deleted (the
-    write's own commit then fails on it).
+    """Name staged writes (those of one commit) in their session's head before their first part is
+    written, so that if their writer dies the session's next save takes them back. Returns the head
+    as it now is (its version moved, so a whole Put of it carries the names), or None when the head
+    is being deleted (the write's own commit then fails on it).
 
     With no head yet, the name goes into a bare tombstone (readers see no session; a root's commit
     replaces it on its exact version, as any finished tombstone). A session not known to be alive may
@@ -416,9 +417,11 @@ def register_staged(
     ``delete_expired_sessions`` then takes the write back."""
     token = engine.token()
     head_key = keys.head_key(tenant, session_id)
+    entries = [s.entry for s in staged]
     if known is None or not known.alive:
-        yield from write_one(engine.table, put_action(engine.table, reminder(engine, tenant, session_id, staged.at)))
-    update = Update().add(STAGED, {"SS": [staged.entry]}).set("hv", {"S": token})
+        since = min(s.at for s in staged)
+        yield from write_one(engine.table, put_action(engine.table, reminder(engine, tenant, session_id, since)))
+    update = Update().add(STAGED, {"SS": entries}).set("hv", {"S": token})
     action = {
         "Update": {
             "TableName": engine.table,
@@ -432,7 +435,7 @@ def register_staged(
             return Head.of(answer["Attributes"])
         except Cancelled:
             pass
-    stub = {**head_key, "hv": {"S": token}, "dead": {"BOOL": True}, "sv": {"N": "0"}, STAGED: {"SS": [staged.entry]}}
+    stub = {**head_key, "hv": {"S": token}, "dead": {"BOOL": True}, "sv": {"N": "0"}, STAGED: {"SS": entries}}
     try:
         yield from write_one(engine.table, put_action(engine.table, stub, render(condition=not_exists("pk"))))
         return Head.of(stub)

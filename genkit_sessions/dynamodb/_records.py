@@ -32,13 +32,14 @@ from genkit_sessions.dynamodb import _keys as keys
 from genkit_sessions.dynamodb._calls import Cancelled, Steps, batch_get, call, write_one
 from genkit_sessions.dynamodb._commit import (
     MAX_TRANSACTION_ACTIONS,
+    commit_staged,
     judge_the_item_in_the_way,
     take_back_dead,
     transact_surely,
 )
 from genkit_sessions.dynamodb._engine import Engine
 from genkit_sessions.dynamodb._expressions import Update, eq, exists, not_exists, render
-from genkit_sessions.dynamodb._items import Head, action_size, id_list, pages_of, put_action
+from genkit_sessions.dynamodb._items import Head, action_size, id_list, item_size, pages_of, put_action
 from genkit_sessions.dynamodb._maintenance import delete_session, restore, snapshot_item
 from genkit_sessions.dynamodb._reads import read_head, record_of
 from genkit_sessions.errors import GenkitError, Status
@@ -186,8 +187,10 @@ def create_with_snapshots(
 ) -> Steps[SessionRecord]:
     """V1 with snapshots: a GetItem of the head, then one TransactWriteItems of the head (its record and
     its members, on the exact tombstone read or on there being none), the index entries, and each
-    snapshot's item (on its id being free) and blob parts. Too big for one transaction (100 actions,
-    4 MB), it is a create, then a restore, and a failure of the restore deletes the session again."""
+    snapshot's item (on its id being free) and blob parts. Past 3 MB, each snapshot's blob is staged
+    as a large save's is (named in the head, marked, written, lifted) and the rest is one commit, so
+    the create still lands whole or not at all. Past 100 actions (more snapshots than a transaction
+    holds), it is a create, then a restore, and a failure of the restore deletes the session again."""
     rules.first_snapshots(session_id, snapshots, engine.stamp())  # refuse a bad batch before any call
     for _ in range(_ROUNDS):
         read = yield from read_head(engine, tenant, session_id)
@@ -203,14 +206,14 @@ def create_with_snapshots(
             engine, tenant, session_id, metadata, ttl, sliding, now, created
         )
         item_expiry = engine.now_epoch() + int(engine.settings.ttl.total_seconds()) if engine.settings.ttl else None
-        actions: list[dict[str, Any]] = []
+        items: list[dict[str, Any]] = []
+        blobs: list[tuple[str, list[dict[str, Any]]]] = []
         recipes: dict[str, Any] = {}
         for snapshot in first:
-            parts, item, recipes[snapshot.snapshot_id] = yield from snapshot_item(
-                engine, tenant, session_id, snapshot, None, item_expiry
-            )
-            actions.append(put_action(engine.table, item, render(condition=not_exists("pk"))))
-            actions += [put_action(engine.table, part) for part in parts]
+            parts, item, recipe = yield from snapshot_item(engine, tenant, session_id, snapshot, None, item_expiry)
+            recipes[snapshot.snapshot_id] = recipe
+            items.append(put_action(engine.table, item, render(condition=not_exists("pk"))))
+            blobs.append((recipe.refs[-1][0], parts))
         order = restore_order((), first, None)
         leaf = leaf_of(order)
         ids = [s.snapshot_id for s in order]
@@ -219,16 +222,14 @@ def create_with_snapshots(
             page: dict[str, Any] = {**keys.page_key(tenant, session_id, engine.token()), "ids": id_list(chunk)}
             if item_expiry is not None:
                 page["exp"] = {"N": str(item_expiry)}
-            actions.append(put_action(engine.table, page))
-        # The record over the tombstone's session version (V8 never reuses a number), with the members.
-        record = {**keys.head_key(tenant, session_id), **attributes, "sv": {"N": str(read.session_version)}}
-        if read.item is not None and _head.STAGED in read.item:  # a dead first writer's parts stay named
-            record[_head.STAGED] = read.item[_head.STAGED]
-        head = _head.restored(
+            items.append(put_action(engine.table, page))
+
+        # The record, with the members, over the tombstone's session version (V8 never reuses a number).
+        template = _head.restored(
             engine,
             tenant,
             session_id,
-            Head("", (), record),
+            Head("", (), {**keys.head_key(tenant, session_id), **attributes, "sv": {"N": "0"}}),
             head_ids,
             leaf,
             recipes[leaf.snapshot_id] if leaf is not None else None,
@@ -237,35 +238,48 @@ def create_with_snapshots(
             len(order),
             len(order),
         )["Put"]["Item"]
-        condition = not_exists("pk") if read.version is None else eq("hv", {"S": read.version})
-        actions = [put_action(engine.table, head, render(condition=condition)), *entries, *actions]
-        if len(actions) > MAX_TRANSACTION_ACTIONS or sum(map(action_size, actions)) > _ONE_TRANSACTION:
+        head = _record_over(engine, template, read)
+        actions = [head, *entries, *items]
+        # Too many bytes for one transaction: the largest blobs are staged (named in the head, marked,
+        # their parts written under an orphan expiry, then lifted) until the rest fits one commit.
+        inline = sorted(blobs, key=lambda blob: sum(map(item_size, blob[1])))
+        staged: list[tuple[str, list[dict[str, Any]]]] = []
+        while inline and not _fits([*actions, *_puts(engine, inline)], len(staged)):
+            staged.append(inline.pop())
+        if not _fits([*actions, *_puts(engine, inline)], len(staged)):  # too many snapshots: create, restore
             return (yield from _create_then_restore(engine, tenant, session_id, metadata, ttl, sliding, snapshots))
+        if staged:
+            own = tuple(_head.Staging(engine.now_epoch(), len(parts), name) for name, parts in staged)
+            named = yield from _head.register_staged(engine, tenant, session_id, own, read)
+            if named is None or named.alive:  # a deletion began, or a session was created, meanwhile: again
+                continue
+            head = _record_over(engine, template, named, own)
+            commit = [head, *entries, *items, *_puts(engine, inline)]
+            try:
+                yield from commit_staged(engine, tenant, session_id, staged, commit, item_expiry)
+            except Cancelled:
+                found = yield from read_head(engine, tenant, session_id)
+                if found.live(engine.now_ms()):
+                    raise rules.session_exists(session_id) from None
+                yield from _judge_taken_ids(engine, tenant, first)
+                continue  # the head moved since it was named, or an expired session held an id: again
+            break
         try:
-            yield from transact_surely(engine, actions)
+            yield from transact_surely(engine, [*actions, *_puts(engine, inline)])
         except Cancelled:
             found = yield from read_head(engine, tenant, session_id)
-            if found.version == head["hv"]["S"]:
+            if found.version == head["Put"]["Item"]["hv"]["S"]:
                 break  # this very write landed (its answer was lost, and the resend was refused)
             if found.live(engine.now_ms()):
                 raise rules.session_exists(session_id) from None
-            item_keys = [keys.snapshot_key(tenant, s.snapshot_id) for s in first]
-            stored = yield from batch_get(engine.table, item_keys)
-            taken = [
-                s.snapshot_id for s, k in zip(first, item_keys, strict=True) if (k["pk"]["S"], k["sk"]["S"]) in stored
-            ]
-            for snapshot_id in taken:
-                in_the_way = yield from judge_the_item_in_the_way(engine, tenant, snapshot_id)
-                if in_the_way is None:
-                    raise rules.snapshot_exists(snapshot_id) from None
-                yield from delete_session(engine, tenant, in_the_way)  # expired: its ids read as absent
+            yield from _judge_taken_ids(engine, tenant, first)
             continue  # the head moved since it was read, or an expired session held an id: again
         break
     else:
         raise _kept_changing(engine, session_id)
     engine.see_head(tenant, session_id, None)
     engine.forget(tenant, set(ids))
-    found_record = yield from record_of(engine, tenant, session_id, Head.of(head))
+    found_record = yield from record_of(engine, tenant, session_id, Head.of(head["Put"]["Item"]))
     if found_record is None:  # its ttl ran out already: what was written, as create_session reports it
         return _new_record(session_id, now, expires, metadata, ttl, sliding)
     return found_record
@@ -273,6 +287,44 @@ def create_with_snapshots(
 
 _ONE_TRANSACTION = 3 * 1024 * 1024
 """At most this many bytes of actions go in the one transaction of a create with snapshots (the limit is 4 MB)."""
+
+
+def _record_over(
+    engine: Engine, template: dict[str, Any], base: Head, own: tuple[_head.Staging, ...] = ()
+) -> dict[str, Any]:
+    """The Put of a new session's head (``template``, its session version counted from 0) on the exact
+    head ``base`` (a finished tombstone, or none): its session version goes on from the tombstone's, a
+    dead first writer's staged writes stay named, and this create's own (``own``) go with its commit."""
+    head = {**template, "sv": {"N": str(base.session_version + int(template["sv"]["N"]))}}
+    dropped = {s.entry for s in own}
+    staged = [e for e in (base.item or {}).get(_head.STAGED, {}).get("SS", ()) if e not in dropped]
+    if staged:
+        head[_head.STAGED] = {"SS": staged}
+    condition = not_exists("pk") if base.version is None else eq("hv", {"S": base.version})
+    return put_action(engine.table, head, render(condition=condition))
+
+
+def _puts(engine: Engine, blobs: list[tuple[str, list[dict[str, Any]]]]) -> list[dict[str, Any]]:
+    return [put_action(engine.table, part) for _, parts in blobs for part in parts]
+
+
+def _fits(actions: list[dict[str, Any]], releases: int = 0) -> bool:
+    """Whether ``actions``, and the release of ``releases`` staging markers, fit one transaction."""
+    return len(actions) + releases <= MAX_TRANSACTION_ACTIONS and sum(map(action_size, actions)) <= _ONE_TRANSACTION
+
+
+def _judge_taken_ids(engine: Engine, tenant: str, first: list[SessionSnapshot]) -> Steps[None]:
+    """After a refused create: ALREADY_EXISTS for an id a live session holds; an expired session that
+    holds one (its ids read as absent) is deleted, so the create can go on."""
+    item_keys = [keys.snapshot_key(tenant, s.snapshot_id) for s in first]
+    stored = yield from batch_get(engine.table, item_keys)
+    for snapshot, key in zip(first, item_keys, strict=True):
+        if (key["pk"]["S"], key["sk"]["S"]) not in stored:
+            continue
+        in_the_way = yield from judge_the_item_in_the_way(engine, tenant, snapshot.snapshot_id)
+        if in_the_way is None:
+            raise rules.snapshot_exists(snapshot.snapshot_id) from None
+        yield from delete_session(engine, tenant, in_the_way)  # expired: its ids read as absent
 
 
 def _create_then_restore(
@@ -284,7 +336,7 @@ def _create_then_restore(
     sliding: bool,
     snapshots: list[SessionSnapshot],
 ) -> Steps[SessionRecord]:
-    """A create with snapshots too big for one transaction: the record, then a restore of the snapshots
+    """A create with more snapshots than one transaction holds: the record, then a restore of the snapshots
     (its items first, the head last, so readers see all of them or none). A restore that fails takes the
     session back (best effort: what an outage leaves is the record alone, or unlisted items)."""
     record = yield from create_session(engine, tenant, session_id, metadata, ttl, sliding)

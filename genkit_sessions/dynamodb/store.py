@@ -399,9 +399,11 @@ class DynamoDBSessionStore:
         """V1: a record with no snapshots: one write on the head (a transaction with its index entries).
 
         With ``snapshots``: a GetItem of the head, then one TransactWriteItems of the record, its index
-        entries and every snapshot's item and blob parts, so a failure leaves nothing. Past one
-        transaction (100 actions, 4 MB) it is a create, then a restore; a failed restore deletes the
-        session again, and an outage part-way can leave the record alone, or items no session lists."""
+        entries and every snapshot's item and blob parts, so a failure leaves nothing. Past 3 MB, the
+        largest blobs are staged first, as a large save's are, and the rest is the same one commit.
+        Past 100 actions (more snapshots than a transaction holds) it is a create, then a restore; a
+        failed restore deletes the session again, and an outage part-way can leave the record alone,
+        or items no session lists."""
         found: SessionRecord = self._run(
             _create_steps(self._engine, session_id, metadata, ttl, sliding, snapshots, context)
         )

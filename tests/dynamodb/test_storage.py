@@ -696,7 +696,7 @@ def test_a_changed_state_of_one_two_or_three_parts_reads_back_exactly(make_dynam
         assert cold(store, chunk_bytes=1000).get_snapshot(snapshot_id="p") == saved, size
 
 
-def test_a_fork_of_a_compacted_history_too_big_for_one_transaction_reads_back_whole(
+def test_a_fork_of_a_compacted_history_too_big_for_one_transaction_stages_its_blobs_and_lands_in_one_commit(
     make_server_dynamo: StoreFactory,
 ) -> None:
     from genkit_sessions import KeepLastStrategy, MessageCountTrigger, SessionService
@@ -713,7 +713,11 @@ def test_a_fork_of_a_compacted_history_too_big_for_one_transaction_reads_back_wh
     guard = guard_of(store)
     guard.reset()
     fork = service.fork(leaf.leaf_id, new_session_id="copy")
-    assert guard.calls["BatchWriteItem"] > 0, guard.calls  # the restore wrote its items in batches
+    # The archive's and the first snapshot's blobs are staged (written in batches under an orphan expiry),
+    # then the record, both snapshot items and the index entry land in the one transaction, the last call.
+    assert guard.calls["BatchWriteItem"] > 0 and guard.calls["TransactWriteItems"] == 1, guard.calls
+    assert guard.log[-1] == "TransactWriteItems", guard.log
+    assert not [i for i in scan(store) if "stg" in i], "a staged part kept its orphan expiry"
     reader = SessionService(cold(store))
     assert [m.text for m in reader.get_messages("copy")] == [m.text for m in reader.get_messages("big")]
     assert [m.text for m in reader.get_active_messages("copy")] == [m.text for m in reader.get_active_messages("big")]
