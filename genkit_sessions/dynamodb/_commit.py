@@ -519,7 +519,7 @@ def commit_staged(
     try:
         yield from batch_write(engine.table, [{"PutRequest": {"Item": p}} for p in every_part])
         yield from _make_permanent(engine, every_part, expires)
-    except (GenkitError, Abandoned):  # the commit was not attempted: nothing references the parts
+    except (Cancelled, GenkitError, Abandoned):  # the commit was not attempted: nothing references the parts
         yield from _discard(engine, every_part, markers)
         raise
     marker_keys = [{"pk": m["pk"], "sk": m["sk"]} for m in markers]
@@ -647,19 +647,25 @@ def _outcome_unknown(error: GenkitError) -> bool:
 
 def _make_permanent(engine: Engine, parts: list[dict[str, Any]], expires: int | None) -> Steps[None]:
     """Lift the orphan expiry of staged parts before the commit that references them (the store's own
-    TTL, when it has one, replaces it)."""
+    TTL, when it has one, replaces it). A part that is gone was taken by a deletion of the session that
+    ran meanwhile: the write lost that race (:class:`Cancelled`, code ``PartGone``)."""
     for part in parts:
         update = Update().remove("stg")
         if expires is not None:
             update.set("exp", {"N": str(expires)})
         else:
             update.remove("exp")
-        yield from call(
-            "UpdateItem",
-            engine.table,
-            Key={"pk": part["pk"], "sk": part["sk"]},
-            **render(condition=exists("pk"), update=update),
-        )
+        lift = {
+            "Update": {
+                "TableName": engine.table,
+                "Key": {"pk": part["pk"], "sk": part["sk"]},
+                **render(condition=exists("pk"), update=update),
+            }
+        }
+        try:
+            yield from write_one(engine.table, lift)
+        except Cancelled:
+            raise Cancelled(["PartGone"]) from None
 
 
 def _discard(engine: Engine, parts: list[dict[str, Any]], markers: list[dict[str, Any]]) -> Steps[None]:

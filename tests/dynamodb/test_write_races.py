@@ -83,21 +83,41 @@ def _at_call(index: int, action: Callable[[], Any]) -> Callable[[str, dict[str, 
 # --- 1. delete_session racing the first, staged write of a session --------------------------------
 
 
+def _before_the_first_lift(action: Callable[[], Any]) -> Callable[[str, dict[str, Any]], None]:
+    """A guard fault that runs ``action`` once, just before the first UpdateItem after the staged parts
+    were written (the lift of the first part's orphan expiry)."""
+    seen: list[str] = []
+
+    def fault(op: str, params: dict[str, Any]) -> None:
+        if op == "UpdateItem" and "BatchWriteItem" in seen and not fault.results:  # type: ignore[attr-defined]
+            fault.results.append(action())  # type: ignore[attr-defined]
+        seen.append(op)
+
+    fault.results = []  # type: ignore[attr-defined]
+    return fault
+
+
+@pytest.mark.parametrize("moment", ["before-the-commit", "before-the-first-lift"])
 def test_delete_racing_a_first_large_write_never_leaves_a_session_that_reads_data_loss(
-    make_dynamo: StoreFactory,
+    make_dynamo: StoreFactory, moment: str
 ) -> None:
     store = make_dynamo()
     deleter = twin(store)
     big = six_megabytes("s")
     guard = guard_of(store)
-    # Today: parts (BatchWriteItem), their expiry lifted (UpdateItems), then the commit (TransactWriteItems).
-    # The deletion runs just before the commit.
-    race = _before_first("TransactWriteItems", lambda: _outcome(lambda: deleter.delete_session("s")))
+    # Parts (BatchWriteItem), their expiry lifted (UpdateItems), then the commit (TransactWriteItems). The
+    # deletion runs just before the commit, or just before the first lift (it deletes the staged parts).
+    delete = lambda: _outcome(lambda: deleter.delete_session("s"))  # noqa: E731
+    race = (
+        _before_first("TransactWriteItems", delete) if moment == "before-the-commit" else _before_the_first_lift(delete)
+    )
     guard.faults.append(race)
     outcome = _outcome(lambda: save_new(store, "big", big))
     guard.faults.clear()
     assert len(race.results) == 1, "the deletion did not run between the staged parts and the commit"  # type: ignore[attr-defined]
     assert "BatchWriteItem" in guard.log[: guard.log.index("TransactWriteItems")]  # parts went ahead of the commit
+    if moment == "before-the-first-lift":  # the write lost its parts to the deletion: it wrote them again
+        assert guard.log.count("BatchWriteItem") >= 2 and not isinstance(outcome, GenkitError), outcome
     reader = cold(store)
     if isinstance(outcome, GenkitError):  # the delete won: the store reads as if the save never happened
         assert outcome.status in set(Status) - {Status.OK}
@@ -615,3 +635,45 @@ def test_a_create_with_first_snapshots_racing_a_rival_lands_whole_or_not_at_all(
         assert sorted(listed) == ["a", "b"] and leaf is not None and leaf.snapshot_id == "b"
         assert outcome.version == reader.get_session_record("s").version
         assert reader.get_snapshot(snapshot_id="old") is None and reader.get_snapshot(snapshot_id="theirs") is None
+
+
+# The same race for a create past one transaction (a fork of a large state): its large blob is staged (the
+# head named, a reminder, a marker, the parts, each part's lift) before the one commit. A rival at each
+# kind of call: the head read, the reminder, the bare tombstone, the marker, the parts, the first and the
+# last lift, the commit.
+_STAGED_CALLS = {"head-read": 0, "reminder": 1, "tombstone": 2, "marker": 3, "parts": 4, "lift": 5, "last-lift": 17}
+_STAGED_CALLS["commit"] = 18
+
+
+@pytest.mark.parametrize("index", list(_STAGED_CALLS.values()), ids=list(_STAGED_CALLS))
+@pytest.mark.parametrize("rival", ["create", "delete"])
+def test_a_staged_create_with_first_snapshots_racing_a_rival_lands_whole_or_not_at_all(
+    make_dynamo: StoreFactory, index: int, rival: str
+) -> None:
+    store = make_dynamo()
+    other = twin(store)
+    if rival == "delete":  # a session there before, deleted by another instance mid-create
+        store.create_session("s", ttl=timedelta(milliseconds=1), snapshots=[_first("old", "expired")])
+        time.sleep(0.01)
+        action = lambda: _outcome(lambda: other.delete_session("s"))  # noqa: E731
+    else:
+        action = lambda: _outcome(lambda: other.create_session("s", snapshots=[_first("theirs", "rival")]))  # noqa: E731
+    guard_of(store).faults.append(_at_call(index, action))
+    big = SessionSnapshot(snapshot_id="a", state=six_megabytes())
+    outcome = _outcome(lambda: store.create_session("s", snapshots=[big, _first("b", "mine too")]))
+    guard_of(store).faults.clear()
+    reader = cold(store)
+    leaf = reader.get_snapshot(session_id="s")
+    listed = [s.snapshot_id for s in reader.list_snapshots("s")]
+    if isinstance(outcome, GenkitError):  # the rival's create won: ours left nothing
+        assert rival == "create" and outcome.status is Status.ALREADY_EXISTS, outcome
+        assert listed == ["theirs"] and leaf is not None and leaf.snapshot_id == "theirs"
+        assert reader.get_snapshot(snapshot_id="a") is None and reader.get_snapshot(snapshot_id="b") is None
+    else:  # ours won, whole; a rival create was refused, and the expired session is gone
+        assert sorted(listed) == ["a", "b"] and leaf is not None and leaf.snapshot_id == "b"
+        stored = reader.get_snapshot(snapshot_id="a")
+        assert stored is not None and stored.state == big.state
+        assert outcome.version == reader.get_session_record("s").version
+        assert reader.get_snapshot(snapshot_id="old") is None and reader.get_snapshot(snapshot_id="theirs") is None
+    live = readable_ids(store, ["s"])
+    assert parts_left_forever(store, live) == [], "the create left parts that nothing references and never expire"
