@@ -293,3 +293,86 @@ def test_processes_reusing_an_id_of_an_expired_session_while_it_is_deleted_leave
     live_heads = sorted(i["pk"]["S"].split("\x1f")[-1] for i in items if i["sk"]["S"] == "h" and "dead" not in i)
     expiry_entries = [i for i in items if i["pk"]["S"] == "\x1fx"]
     assert (snapshot_items, live_heads, expiry_entries) == (["e"], winners, []), items  # nothing of "old" is left
+
+
+ATTEMPTS = 4
+"""Creates of session "f" each large-creator process tries."""
+
+
+def _large_creator_process(endpoint: str, table: str, writer: int, attempts: int, results: Any, done: Any) -> None:
+    """Creates session "f" with a first snapshot past one transaction (its blob staged) and a child, again
+    and again; writer -1 deletes "f" every few milliseconds until the others are done. Reports each
+    attempt's outcome."""
+    import random
+    import time
+
+    import boto3
+
+    from tests.dynamodb.helpers import noise
+
+    client = boto3.client("dynamodb", region_name="us-east-1", endpoint_url=endpoint, **CREDENTIALS)
+    store = DynamoDBSessionStore(table, client)
+    outcomes: list[tuple[str, str, str]] = []
+    if writer < 0:
+        while not done.is_set():
+            outcomes.append(("delete", str(store.delete_session("f")), ""))
+            time.sleep(random.uniform(0.005, 0.05))
+        results.put((writer, outcomes))
+        return
+    for attempt in range(attempts):
+        tag = f"w{writer}-{attempt}"
+        big = SessionState(messages=(Message.of_text("user", f"{tag} " + noise(random.Random(tag), 3_500_000)),))
+        root = SessionSnapshot(snapshot_id=f"{tag}-root", state=big)
+        child = SessionSnapshot(snapshot_id=f"{tag}-child", parent_id=f"{tag}-root", state=SessionState())
+        try:
+            store.create_session("f", snapshots=[root, child])
+            outcomes.append((tag, "created", ""))
+        except GenkitError as exc:
+            outcomes.append((tag, exc.status.value, exc.message))
+    results.put((writer, outcomes))
+
+
+def test_large_creates_and_deletes_of_one_session_in_separate_processes_land_whole_or_leave_nothing() -> None:
+    from tests.dynamodb.helpers import parts_left_forever
+
+    endpoint = server_endpoint()
+    client = make_client(endpoint)
+    table = f"large-{uuid.uuid4().hex[:10]}"
+    create_table(client, table)
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    done = context.Event()
+    workers = [
+        context.Process(target=_large_creator_process, args=(endpoint, table, n, ATTEMPTS, results, done))
+        for n in (-1, 0, 1)
+    ]
+    for process in workers:
+        process.start()
+    answers = dict(results.get(timeout=300) for _ in workers[1:])
+    done.set()
+    answers.update([results.get(timeout=60)])
+    for process in workers:
+        process.join(timeout=60)
+        assert process.exitcode == 0
+    outcomes = [o for n in (0, 1) for o in answers[n]]
+    # A create lands, finds the other's session there, or (its staged parts taken by a deletion in every
+    # round) gives up with ABORTED and says to retry.
+    for tag, status, message in outcomes:
+        assert status in ("created", "ALREADY_EXISTS") or (status == "ABORTED" and "retry" in message), (tag, message)
+    created = [tag for tag, status, _ in outcomes if status == "created"]
+    reader = DynamoDBSessionStore(table, client)
+    listed = [s.snapshot_id for s in reader.list_snapshots("f")]
+    record = reader.get_session_record("f")
+    every_id = [f"w{n}-{a}-{kind}" for n in (0, 1) for a in range(ATTEMPTS) for kind in ("root", "child")]
+    readable = {i for i in every_id if reader.get_snapshot(snapshot_id=i) is not None}
+    if record is None:  # a deletion came last: nothing of any create reads
+        assert listed == [] and readable == set(), (listed, readable)
+    else:  # the create that came last reads whole: its root (equal to what it wrote) and its child, nothing else
+        assert len(listed) == 2 and listed[0].rsplit("-", 1)[0] in created, (listed, outcomes)
+        tag = listed[0].rsplit("-", 1)[0]
+        assert sorted(listed) == [f"{tag}-child", f"{tag}-root"] and readable == set(listed)
+        root = reader.get_snapshot(snapshot_id=f"{tag}-root")
+        assert root is not None and root.state is not None and root.state.message_list[0].text.startswith(f"{tag} ")
+        assert record.version == 2 and record.leaf_id == f"{tag}-child"
+    store = DynamoDBSessionStore(table, client)
+    assert parts_left_forever(store, readable) == [], "a create left parts that nothing references and never expire"
