@@ -4,7 +4,9 @@ The store's logic is written once, free of I/O, as generators ("steps") that
 yield the requests they need and are sent the answers (the sans-I/O style of
 ``h11``): a :class:`Call` is one DynamoDB operation, a :class:`Sleep` a
 backoff, a :class:`Pause` a turn for the event loop between slices of the
-store's own work (a long history's decoding). :func:`run_sync` drives steps with a boto3 client (blocking) and
+store's own work (a long history's decoding), an :class:`Inflate` a long
+history's blobs inflated on a second core while the steps parse.
+:func:`run_sync` drives steps with a boto3 client (blocking) and
 :func:`run_async` with an aiobotocore client (non-blocking), so no rule and no
 request is written twice. A failed call is thrown back into the steps at the
 ``yield``, where :func:`call` maps it to a :class:`GenkitError` once (S12).
@@ -21,7 +23,9 @@ from __future__ import annotations
 
 import asyncio
 import random
+import threading
 import time
+import zlib
 from collections.abc import Generator, Sequence
 from typing import Any, TypeVar
 
@@ -37,6 +41,8 @@ __all__ = [
     "PAUSE",
     "Call",
     "Cancelled",
+    "Inflate",
+    "Inflating",
     "Pause",
     "Sleep",
     "Steps",
@@ -82,7 +88,50 @@ class Pause:
 
 PAUSE = Pause()
 
-Request = Call | Sleep | Pause
+
+@attrs.frozen(eq=False)
+class Inflate:
+    """Start inflating these zlib streams, in order, beside the steps: a long history's blobs inflate on a
+    second core while the steps parse the ones already inflated (zlib lets go of the interpreter lock
+    while it inflates). The blocking driver answers with an :class:`Inflating`; the async driver and
+    :func:`run_pure` answer None, and the steps inflate a slice at a time between turns of the loop."""
+
+    streams: tuple[bytes, ...]
+
+
+class Inflating:
+    """Streams inflated in order on a thread of their own; :meth:`result` waits for one of them."""
+
+    def __init__(self, streams: tuple[bytes, ...]) -> None:
+        self._streams = streams
+        self._done: list[bytes | zlib.error | None] = [None] * len(streams)
+        self._ready = [threading.Event() for _ in streams]
+        threading.Thread(target=self._inflate_all, name="genkit-sessions-inflate", daemon=True).start()
+
+    def _inflate_all(self) -> None:
+        for index, stream in enumerate(self._streams):
+            try:
+                # An output buffer as large as a page usually inflates to, so zlib runs in one call that
+                # never takes the interpreter lock back to grow its buffer.
+                self._done[index] = zlib.decompress(stream, bufsize=max(len(stream) * _RATIO, 1024))
+            except zlib.error as exc:
+                self._done[index] = exc
+            self._ready[index].set()
+
+    def result(self, index: int) -> bytes:
+        """The inflated stream ``index``; raises the ``zlib.error`` of one that does not inflate."""
+        self._ready[index].wait()
+        done = self._done[index]
+        if isinstance(done, zlib.error):
+            raise done
+        assert done is not None
+        return done
+
+
+_RATIO = 4
+"""About how many times larger a page of a chat is once inflated (its prose compresses about 3:1)."""
+
+Request = Call | Sleep | Pause | Inflate
 Steps = Generator[Request, Any, T]
 """Store logic: yields requests, is sent each answer (a dict, or None after a sleep), returns a result."""
 
@@ -129,13 +178,13 @@ def _advance(steps: Steps[T], answer: Any, failure: BaseException | None) -> tup
 
 
 def run_pure(steps: Steps[T]) -> T:
-    """Run steps that make no request (pure work that only pauses) to their result at once."""
+    """Run steps that make no request (pure work that only pauses, or inflates) to their result at once."""
     while True:
         try:
             request = next(steps)
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
-        if not isinstance(request, Pause):
+        if not isinstance(request, (Pause, Inflate)):  # each answered None: an Inflate is left to the steps
             steps.close()
             raise TypeError(f"pure steps made a request: {request!r}")
 
@@ -150,6 +199,9 @@ def run_sync(steps: Steps[T], client: Any) -> T:
             return request  # type: ignore[no-any-return]
         answer, failure = None, None
         if isinstance(request, Pause):
+            continue
+        if isinstance(request, Inflate):
+            answer = Inflating(request.streams)
             continue
         if isinstance(request, Sleep):
             time.sleep(request.seconds)
@@ -196,6 +248,8 @@ async def run_async(steps: Steps[T], client: Any, gate: asyncio.Semaphore | None
             continue
         sent = held = False
         try:
+            if isinstance(request, Inflate):
+                continue  # answered None: the steps inflate a slice at a time, the loop turning between
             if isinstance(request, (Sleep, Pause)):
                 await asyncio.sleep(request.seconds if isinstance(request, Sleep) else 0)
                 continue

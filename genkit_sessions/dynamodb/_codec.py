@@ -48,6 +48,7 @@ __all__ = [
     "decompress",
     "decompress_text",
     "decompress_text_steps",
+    "parse_inflated",
     "diff",
     "fold",
     "join_parts",
@@ -59,6 +60,7 @@ __all__ = [
     "split_parts",
     "stored_messages",
     "stored_messages_steps",
+    "zlib_stream",
     "strict_equal",
     "unpack_record",
     "unpack_update",
@@ -183,6 +185,23 @@ def decompress_text_steps(data: bytes) -> Steps[tuple[Any, bool]]:
         return json.loads(text), _SURROGATE_ESCAPE.search(text) is None
     except (zlib.error, UnicodeDecodeError, ValueError) as exc:
         raise CorruptData(f"blob does not decompress to JSON: {exc}") from None
+
+
+def parse_inflated(raw: bytes) -> tuple[Any, bool]:
+    """A blob's payload from its inflated bytes (see :class:`~._calls.Inflating`), and whether its text
+    holds no surrogate escape, as :func:`decompress_text` returns them; :class:`CorruptData` otherwise."""
+    try:
+        text = raw.decode("utf-8")
+        return json.loads(text), _SURROGATE_ESCAPE.search(text) is None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise CorruptData(f"blob does not decompress to JSON: {exc}") from None
+
+
+def zlib_stream(data: bytes) -> bytes:
+    """A blob's zlib stream, after its format tag; :class:`CorruptData` for a tag :func:`compress` never wrote."""
+    if not data or data[:1] != _FORMAT:
+        raise CorruptData("unknown blob format tag")
+    return data[1:]
 
 
 _UTF8 = codecs.getincrementaldecoder("utf-8")

@@ -8,6 +8,7 @@ goes stale.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -15,7 +16,16 @@ from typing import Any
 import attrs
 
 from genkit_sessions.dynamodb import _keys as keys
-from genkit_sessions.dynamodb._calls import PAUSE, Steps, batch_get, get_item, query_partition, run_pure
+from genkit_sessions.dynamodb._calls import (
+    PAUSE,
+    Inflate,
+    Inflating,
+    Steps,
+    batch_get,
+    get_item,
+    query_partition,
+    run_pure,
+)
 from genkit_sessions.dynamodb._codec import (
     CorruptData,
     Recipe,
@@ -24,9 +34,11 @@ from genkit_sessions.dynamodb._codec import (
     fold,
     is_update_blob,
     join_parts,
+    parse_inflated,
     stored_messages_steps,
     unpack_record,
     unpack_update,
+    zlib_stream,
 )
 from genkit_sessions.dynamodb._engine import Engine
 from genkit_sessions.dynamodb._items import Head, Loaded, base_size, member_ids, status_history
@@ -159,6 +171,33 @@ def ref_keys(tenant: str, session_id: str, ref: tuple[str, int]) -> list[dict[st
     return [keys.blob_part_key(tenant, session_id, name, part) for part in range(count)]
 
 
+_LARGE_BLOB = 64 * 1024
+"""A blob at least this large (compressed) may inflate beside the parsing, on the blocking face."""
+_INFLATE_AHEAD = 256 * 1024
+"""...when the recipe names other blobs too, and its large ones hold at least this many bytes (a long
+history): see :class:`~._calls.Inflate`."""
+
+
+def _inflate_ahead(
+    engine: Engine, tenant: str, session_id: str, snapshot_id: str, recipe: Recipe, found: Found
+) -> Steps[dict[int, tuple[Inflating, int]]]:
+    """The recipe's large blobs being inflated beside the steps, by their index in the recipe (with
+    their place among the streams inflated); empty when each inflates in its turn: on the async face,
+    and for a short history."""
+    if len(recipe.refs) < 2:
+        return {}
+    data = [_blob_bytes(engine, tenant, session_id, snapshot_id, ref, found) for ref in recipe.refs]
+    large = [index for index, blob in enumerate(data) if len(blob) >= _LARGE_BLOB]
+    if sum(len(data[index]) for index in large) < _INFLATE_AHEAD:
+        return {}
+    try:
+        streams = tuple(zlib_stream(data[index]) for index in large)
+    except CorruptData as exc:
+        raise engine.data_loss(snapshot_id, str(exc)) from None
+    inflating: Inflating | None = yield Inflate(streams)
+    return {} if inflating is None else {index: (inflating, place) for place, index in enumerate(large)}
+
+
 def rebuild(
     engine: Engine,
     tenant: str,
@@ -176,12 +215,23 @@ def rebuild(
         found.update((yield from batch_get(engine.table, missing)))
     # Each blob is inflated, parsed and its messages built in slices, the event loop getting a turn
     # between them (the async face; the blocking driver goes straight on), so a long history never
-    # holds the loop for its whole decoding.
-    payloads: list[Any] = []
+    # holds the loop for its whole decoding. On the blocking face, a long history's large blobs inflate
+    # on a second core meanwhile: the small ones are decoded first, then the large ones as they come.
+    ahead = yield from _inflate_ahead(engine, tenant, session_id, snapshot_id, recipe, found)
+    payloads: list[Any] = [None] * len(recipe.refs)
     built: dict[int, tuple[Message, ...]] = {}
-    for index, ref in enumerate(recipe.refs):
-        payload, plain = yield from decoded_payload_steps(engine, tenant, session_id, snapshot_id, ref, found)
-        payloads.append(payload)
+    order = sorted(range(len(recipe.refs)), key=lambda index: index in ahead)
+    for index in order:
+        ref = recipe.refs[index]
+        if index in ahead:
+            inflating, place = ahead[index]
+            try:
+                payload, plain = parse_inflated(inflating.result(place))
+            except (CorruptData, zlib.error) as exc:
+                raise engine.data_loss(snapshot_id, f"blob does not decompress to JSON: {exc}") from None
+        else:
+            payload, plain = yield from decoded_payload_steps(engine, tenant, session_id, snapshot_id, ref, found)
+        payloads[index] = payload
         yield PAUSE
         name = ref[0]
         if memo is not None and name in memo:

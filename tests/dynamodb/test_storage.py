@@ -24,7 +24,16 @@ from genkit_sessions import (
 )
 from genkit_sessions.dynamodb import AsyncDynamoDBSessionStore, DynamoDBSessionStore
 from tests.dynamodb.helpers import cold, left_behind, noise, prose, save_new, scan, state_of
-from tests.dynamodb.layout import BLOB_PREFIX, PAGE_PREFIX, SEP, SNAPSHOT_SK, Recipe, head_key
+from tests.dynamodb.layout import (
+    BLOB_PREFIX,
+    PAGE_PREFIX,
+    SEP,
+    SNAPSHOT_SK,
+    Recipe,
+    head_key,
+    pack_record,
+    unpack_record,
+)
 from tests.dynamodb_backends import guard_of
 
 StoreFactory = Any
@@ -780,3 +789,60 @@ def _memory_twin(chain: list[SessionSnapshot]) -> Any:
     memory = InMemorySessionStore()
     memory.create_session("long", snapshots=chain)
     return memory
+
+
+def _long_chat(store: DynamoDBSessionStore) -> SessionSnapshot:
+    """12 turns of 40 KB that barely compress: a recipe of several blobs, over 256 KB in all."""
+    rng = random.Random(12)
+    parent: SessionSnapshot | None = None
+    texts: list[str] = []
+    for turn in range(12):
+        texts = [*texts, noise(rng, 40_000)]
+        parent = save_new(store, f"t{turn}", state_of("s", texts), parent.snapshot_id if parent else None)
+    assert parent is not None
+    return parent
+
+
+def test_a_long_history_reads_the_same_on_the_blocking_and_the_async_face(make_server_dynamo: StoreFactory) -> None:
+    store = make_server_dynamo()
+    leaf = _long_chat(store)
+    blobs = sum(len(i["d"]["B"]) for i in scan(store) if "d" in i) + sum(
+        len(i["rec"]["B"]) for i in scan(store) if "rec" in i
+    )
+    assert blobs > 256 * 1024  # so the blocking face inflates the blobs beside its parsing
+    by_id = cold(store).get_snapshot(snapshot_id=leaf.snapshot_id)
+    by_session = cold(store).get_snapshot(session_id="s")
+    listed = cold(store).list_snapshots("s")
+
+    async def on_the_async_face() -> tuple[Any, Any, Any]:
+        reader = cold(store).aio
+        return (
+            await reader.get_snapshot(snapshot_id=leaf.snapshot_id),
+            await reader.get_snapshot(session_id="s"),
+            await reader.list_snapshots("s"),
+        )
+
+    assert (by_id, by_session, listed) == asyncio.run(on_the_async_face())
+    assert by_id == leaf == by_session and listed[-1] == leaf and len(listed) == 12
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated"])
+def test_a_blob_of_a_long_history_that_does_not_inflate_is_data_loss_on_both_faces(
+    make_server_dynamo: StoreFactory, damage: str
+) -> None:
+    store = make_server_dynamo()
+    leaf = _long_chat(store)
+    # The leaf's own blob, packed into its snapshot item: a zlib stream of garbage, or one cut short.
+    item = next(i for i in scan(store) if i["pk"]["S"].endswith(f"\x1f{leaf.snapshot_id}") and "rec" in i)
+    record, tag, blob = unpack_record(bytes(item["rec"]["B"]))
+    assert tag is not None and blob is not None
+    broken = b"\x01garbage" if damage == "garbage" else blob[: len(blob) // 2]
+    store.client.put_item(TableName=store.table_name, Item={**item, "rec": {"B": pack_record(record, tag, broken)}})
+
+    async def on_the_async_face() -> None:
+        await cold(store).aio.get_snapshot(session_id="s")
+
+    for read in (lambda: cold(store).get_snapshot(session_id="s"), lambda: asyncio.run(on_the_async_face())):
+        with pytest.raises(GenkitError) as caught:
+            read()
+        assert caught.value.status is Status.DATA_LOSS and leaf.snapshot_id in caught.value.message
