@@ -23,7 +23,17 @@ from genkit_sessions import (
     Status,
 )
 from genkit_sessions.dynamodb import AsyncDynamoDBSessionStore, DynamoDBSessionStore
-from tests.dynamodb.helpers import cold, left_behind, noise, prose, save_new, scan, state_of
+from tests.dynamodb.helpers import (
+    cold,
+    inject_fault,
+    left_behind,
+    noise,
+    parts_left_forever,
+    prose,
+    save_new,
+    scan,
+    state_of,
+)
 from tests.dynamodb.layout import (
     BLOB_PREFIX,
     PAGE_PREFIX,
@@ -846,3 +856,58 @@ def test_a_blob_of_a_long_history_that_does_not_inflate_is_data_loss_on_both_fac
         with pytest.raises(GenkitError) as caught:
             read()
         assert caught.value.status is Status.DATA_LOSS and leaf.snapshot_id in caught.value.message
+
+
+def _two_large_first_snapshots(session_id: str = "two", prefix: str = "") -> list[SessionSnapshot]:
+    """Two first snapshots of 4.5 MB each that barely compress: each past what one transaction holds."""
+    rng = random.Random(35)
+    root = SessionSnapshot(snapshot_id=f"{prefix}r", state=state_of(session_id, [noise(rng, 4_500_000)]))
+    child = SessionSnapshot(
+        snapshot_id=f"{prefix}c", parent_id=f"{prefix}r", state=state_of(session_id, [noise(rng, 4_500_000)])
+    )
+    return [root, child]
+
+
+def test_a_create_with_two_large_first_snapshots_stages_both_and_lands_in_one_commit(
+    make_server_dynamo: StoreFactory,
+) -> None:
+    store = make_server_dynamo()
+    first = _two_large_first_snapshots()
+    guard = guard_of(store)
+    guard.reset()
+    record = store.create_session("two", snapshots=first)
+    # A marker per staged blob, then one commit that makes both snapshots and the record visible at once.
+    assert guard.calls["TransactWriteItems"] == 1 and guard.log[-1] == "TransactWriteItems", guard.log
+    markers = [i for i in scan(store) if i["sk"]["S"].startswith("g")]
+    assert markers == [] and not [i for i in scan(store) if "stg" in i], "a marker or a staged name stayed"
+    assert (record.version, record.leaf_id) == (2, "c")
+    reader = cold(store)
+    assert [s.state for s in reader.list_snapshots("two")] == [s.state for s in first]
+
+
+@pytest.mark.parametrize("at", ["first-marker", "second-marker", "commit"])
+def test_a_create_staging_two_blobs_that_fails_leaves_no_session_and_a_rerun_lands(
+    make_server_dynamo: StoreFactory, at: str
+) -> None:
+    store = make_server_dynamo()
+    first = _two_large_first_snapshots()
+    guard = guard_of(store)
+    guard.reset()
+    store.create_session("probe", snapshots=_two_large_first_snapshots("probe", "p"))
+    calls = list(guard.log)
+    # The calls of a staged create: the head read, the reminder and the bare tombstone, the markers ...
+    index = {"first-marker": 3, "second-marker": 4, "commit": len(calls) - 1}[at]
+    assert calls[3:5] == ["PutItem", "PutItem"] and calls[-1] == "TransactWriteItems", calls
+    inject_fault(store, index, "internal-error" if at != "commit" else "throttled")
+    with pytest.raises(GenkitError) as caught:
+        store.create_session("two", snapshots=first)
+    assert caught.value.status in (Status.UNAVAILABLE, Status.RESOURCE_EXHAUSTED), caught.value
+    guard.faults.clear()
+    guard.after_faults.clear()
+    reader = cold(store)
+    assert reader.get_session_record("two") is None and reader.list_snapshots("two") == []
+    assert reader.get_snapshot(snapshot_id="r") is None and reader.get_snapshot(snapshot_id="c") is None
+    assert parts_left_forever(store, {"pr", "pc"}) == [], "the failed create left parts that never expire"
+    assert not [i for i in scan(store) if i["sk"]["S"].startswith("g")], "the failed create left a marker"
+    record = store.create_session("two", snapshots=first)
+    assert record.version == 2 and [s.state for s in cold(store).list_snapshots("two")] == [s.state for s in first]
