@@ -104,7 +104,7 @@ class Inflating:
 
     def __init__(self, streams: tuple[bytes, ...]) -> None:
         self._streams = streams
-        self._done: list[bytes | zlib.error | None] = [None] * len(streams)
+        self._done: list[bytes | Exception | None] = [None] * len(streams)
         self._ready = [threading.Event() for _ in streams]
         threading.Thread(target=self._inflate_all, name="genkit-sessions-inflate", daemon=True).start()
 
@@ -114,15 +114,16 @@ class Inflating:
                 # An output buffer as large as a page usually inflates to, so zlib runs in one call that
                 # never takes the interpreter lock back to grow its buffer.
                 self._done[index] = zlib.decompress(stream, bufsize=max(len(stream) * _RATIO, 1024))
-            except zlib.error as exc:
+            except Exception as exc:  # zlib.error for a damaged stream; raised again by result()
                 self._done[index] = exc
             self._ready[index].set()
 
     def result(self, index: int) -> bytes:
-        """The inflated stream ``index``; raises the ``zlib.error`` of one that does not inflate."""
+        """The inflated stream ``index``; raises what inflating it raised (``zlib.error`` for one that
+        does not inflate)."""
         self._ready[index].wait()
         done = self._done[index]
-        if isinstance(done, zlib.error):
+        if isinstance(done, Exception):
             raise done
         assert done is not None
         return done
@@ -201,7 +202,10 @@ def run_sync(steps: Steps[T], client: Any) -> T:
         if isinstance(request, Pause):
             continue
         if isinstance(request, Inflate):
-            answer = Inflating(request.streams)
+            try:
+                answer = Inflating(request.streams)
+            except RuntimeError:  # no thread to be had: the steps inflate the streams themselves
+                answer = None
             continue
         if isinstance(request, Sleep):
             time.sleep(request.seconds)
