@@ -607,48 +607,30 @@ def _first(snapshot_id: str, text: str) -> SessionSnapshot:
     return SessionSnapshot(snapshot_id=snapshot_id, state=state_of("s", [text]))
 
 
-@pytest.mark.parametrize("index", [0, 1], ids=["before-the-head-read", "before-the-transaction"])
+# A rival before each kind of call of the create. A small create is a head read and one transaction; a create
+# past one transaction (a fork of a large state) stages its large blob first: the head named (a reminder, a
+# bare tombstone), a marker, the parts, each part's lift, then the one commit.
+_CALLS = [("small", "head-read", 0), ("small", "transaction", 1)] + [
+    ("staged", name, index)
+    for name, index in (
+        ("head-read", 0),
+        ("reminder", 1),
+        ("tombstone", 2),
+        ("marker", 3),
+        ("parts", 4),
+        ("lift", 5),
+        ("last-lift", 17),
+        ("commit", 18),
+    )
+]
+
+
+@pytest.mark.parametrize(
+    ("size", "index"), [(size, i) for size, _, i in _CALLS], ids=[f"{s}-{n}" for s, n, _ in _CALLS]
+)
 @pytest.mark.parametrize("rival", ["create", "delete"])
 def test_a_create_with_first_snapshots_racing_a_rival_lands_whole_or_not_at_all(
-    make_dynamo: StoreFactory, index: int, rival: str
-) -> None:
-    store = make_dynamo()
-    other = twin(store)
-    if rival == "delete":  # a session there before, deleted by another instance mid-create
-        store.create_session("s", ttl=timedelta(milliseconds=1), snapshots=[_first("old", "expired")])
-        time.sleep(0.01)
-        action = lambda: _outcome(lambda: other.delete_session("s"))  # noqa: E731
-    else:
-        action = lambda: _outcome(lambda: other.create_session("s", snapshots=[_first("theirs", "rival")]))  # noqa: E731
-    race = _at_call(index, action)
-    guard_of(store).faults.append(race)
-    outcome = _outcome(lambda: store.create_session("s", snapshots=[_first("a", "mine"), _first("b", "mine too")]))
-    guard_of(store).faults.clear()
-    reader = cold(store)
-    leaf = reader.get_snapshot(session_id="s")
-    listed = [s.snapshot_id for s in reader.list_snapshots("s")]
-    if isinstance(outcome, GenkitError):  # the rival's create won: ours left nothing
-        assert rival == "create" and outcome.status is Status.ALREADY_EXISTS, outcome
-        assert listed == ["theirs"] and leaf is not None and leaf.snapshot_id == "theirs"
-        assert reader.get_snapshot(snapshot_id="a") is None and reader.get_snapshot(snapshot_id="b") is None
-    else:  # ours won, whole; a rival create was refused, and the expired session is gone
-        assert sorted(listed) == ["a", "b"] and leaf is not None and leaf.snapshot_id == "b"
-        assert outcome.version == reader.get_session_record("s").version
-        assert reader.get_snapshot(snapshot_id="old") is None and reader.get_snapshot(snapshot_id="theirs") is None
-
-
-# The same race for a create past one transaction (a fork of a large state): its large blob is staged (the
-# head named, a reminder, a marker, the parts, each part's lift) before the one commit. A rival at each
-# kind of call: the head read, the reminder, the bare tombstone, the marker, the parts, the first and the
-# last lift, the commit.
-_STAGED_CALLS = {"head-read": 0, "reminder": 1, "tombstone": 2, "marker": 3, "parts": 4, "lift": 5, "last-lift": 17}
-_STAGED_CALLS["commit"] = 18
-
-
-@pytest.mark.parametrize("index", list(_STAGED_CALLS.values()), ids=list(_STAGED_CALLS))
-@pytest.mark.parametrize("rival", ["create", "delete"])
-def test_a_staged_create_with_first_snapshots_racing_a_rival_lands_whole_or_not_at_all(
-    make_dynamo: StoreFactory, index: int, rival: str
+    make_dynamo: StoreFactory, size: str, index: int, rival: str
 ) -> None:
     store = make_dynamo()
     other = twin(store)
@@ -659,8 +641,8 @@ def test_a_staged_create_with_first_snapshots_racing_a_rival_lands_whole_or_not_
     else:
         action = lambda: _outcome(lambda: other.create_session("s", snapshots=[_first("theirs", "rival")]))  # noqa: E731
     guard_of(store).faults.append(_at_call(index, action))
-    big = SessionSnapshot(snapshot_id="a", state=six_megabytes())
-    outcome = _outcome(lambda: store.create_session("s", snapshots=[big, _first("b", "mine too")]))
+    root = _first("a", "mine") if size == "small" else SessionSnapshot(snapshot_id="a", state=six_megabytes())
+    outcome = _outcome(lambda: store.create_session("s", snapshots=[root, _first("b", "mine too")]))
     guard_of(store).faults.clear()
     reader = cold(store)
     leaf = reader.get_snapshot(session_id="s")
@@ -672,7 +654,7 @@ def test_a_staged_create_with_first_snapshots_racing_a_rival_lands_whole_or_not_
     else:  # ours won, whole; a rival create was refused, and the expired session is gone
         assert sorted(listed) == ["a", "b"] and leaf is not None and leaf.snapshot_id == "b"
         stored = reader.get_snapshot(snapshot_id="a")
-        assert stored is not None and stored.state == big.state
+        assert stored is not None and stored.state == root.state
         assert outcome.version == reader.get_session_record("s").version
         assert reader.get_snapshot(snapshot_id="old") is None and reader.get_snapshot(snapshot_id="theirs") is None
     live = readable_ids(store, ["s"])

@@ -159,6 +159,15 @@ def _normalise(seen: dict[str, Any]) -> dict[str, Any]:
 # --- racing processes --------------------------------------------------------------------------------
 
 
+def _new_table(prefix: str) -> tuple[str, Any, str]:
+    """A table of its own on the shared moto server, for processes to race on: its endpoint, a client, its name."""
+    endpoint = server_endpoint()
+    client = make_client(endpoint)
+    table = f"{prefix}-{uuid.uuid4().hex[:10]}"
+    create_table(client, table)
+    return endpoint, client, table
+
+
 def _writer_process(endpoint: str, table: str, writer: int, turns: int, results: Any) -> None:
     import boto3
 
@@ -174,10 +183,7 @@ def _writer_process(endpoint: str, table: str, writer: int, turns: int, results:
 
 
 def test_writers_in_separate_processes_lose_no_turn_and_the_version_counts_them_all() -> None:
-    endpoint = server_endpoint()
-    client = make_client(endpoint)
-    table = f"procs-{uuid.uuid4().hex[:10]}"
-    create_table(client, table)
+    endpoint, client, table = _new_table("procs")
     context = multiprocessing.get_context("spawn")
     results = context.Queue()
     writers = [context.Process(target=_writer_process, args=(endpoint, table, n, 6, results)) for n in range(4)]
@@ -212,10 +218,7 @@ def _service_process(endpoint: str, table: str, writer: int, turns: int, results
 def test_service_writers_in_separate_processes_share_one_record_and_lose_no_append() -> None:
     from genkit_sessions import SessionService
 
-    endpoint = server_endpoint()
-    client = make_client(endpoint)
-    table = f"svc-{uuid.uuid4().hex[:10]}"
-    create_table(client, table)
+    endpoint, client, table = _new_table("svc")
     context = multiprocessing.get_context("spawn")
     results = context.Queue()
     writers = [context.Process(target=_service_process, args=(endpoint, table, n, 5, results)) for n in range(4)]
@@ -257,10 +260,7 @@ def _reuser_process(endpoint: str, table: str, writer: int, results: Any) -> Non
 def test_processes_reusing_an_id_of_an_expired_session_while_it_is_deleted_leave_it_in_exactly_one_session() -> None:
     from datetime import timedelta
 
-    endpoint = server_endpoint()
-    client = make_client(endpoint)
-    table = f"reuse-{uuid.uuid4().hex[:10]}"
-    create_table(client, table)
+    endpoint, client, table = _new_table("reuse")
     setup = DynamoDBSessionStore(table, client)
     setup.create_session("old", ttl=timedelta(seconds=30))
     for n, snapshot_id in enumerate(("e", "f", "g")):
@@ -335,10 +335,7 @@ def _large_creator_process(endpoint: str, table: str, writer: int, attempts: int
 def test_large_creates_and_deletes_of_one_session_in_separate_processes_land_whole_or_leave_nothing() -> None:
     from tests.dynamodb.helpers import parts_left_forever
 
-    endpoint = server_endpoint()
-    client = make_client(endpoint)
-    table = f"large-{uuid.uuid4().hex[:10]}"
-    create_table(client, table)
+    endpoint, client, table = _new_table("large")
     context = multiprocessing.get_context("spawn")
     results = context.Queue()
     done = context.Event()
