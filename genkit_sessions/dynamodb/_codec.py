@@ -215,6 +215,18 @@ def _maker(prototype: Any, field: str) -> Any:
     setters = {name: slot_setter(cls, name) for name in (f.name for f in attrs.fields(cls))}
     fixed = tuple((set_slot, getattr(prototype, name)) for name, set_slot in setters.items() if name != field)
     new, put = object.__new__, setters[field]
+    if len(fixed) == 3:  # a part's and a message's shape: the loop unrolled (an eighth less per message)
+        (set1, value1), (set2, value2), (set3, value3) = fixed
+
+        def make_of_four(value: Any) -> Any:
+            copy = new(cls)
+            put(copy, value)
+            set1(copy, value1)
+            set2(copy, value2)
+            set3(copy, value3)
+            return copy
+
+        return make_of_four
 
     def make(value: Any) -> Any:
         copy = new(cls)
@@ -245,6 +257,11 @@ def stored_messages(wire: list[Any], plain_text: bool) -> tuple[Message, ...]:
             role, content = data.get("role"), data.get("content")
             make = messages.get(role) if type(role) is str else None
             if make is not None and type(content) is list:
+                if len(content) == 1:  # most messages: one text part
+                    part = content[0]
+                    if type(part) is dict and len(part) == 1 and type(part.get("text")) is str:
+                        append(make((text(part["text"]),)))
+                        continue
                 parts = []
                 for part in content:
                     if type(part) is not dict or len(part) != 1 or type(part.get("text")) is not str:
