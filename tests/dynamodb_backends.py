@@ -128,11 +128,32 @@ def _value_len(value: dict[str, Any]) -> int:
     return len(inner) if kind == "B" else 0
 
 
+def _empty_set(value: dict[str, Any]) -> bool:
+    """Whether an attribute value is, or holds, an empty set (which DynamoDB rejects, wherever it is)."""
+    kind, inner = next(iter(value.items()))
+    if kind in ("SS", "NS", "BS"):
+        return not inner
+    if kind == "M":
+        return any(_empty_set(v) for v in inner.values())
+    if kind == "L":
+        return any(_empty_set(v) for v in inner)
+    return False
+
+
+def _written_values(operation: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    values = [v for item in _items_of(operation, params) for v in item.values()]
+    updates = [params] if operation == "UpdateItem" else []
+    updates += [a["Update"] for a in params.get("TransactItems", []) if "Update" in a]
+    return values + [v for update in updates for v in update.get("ExpressionAttributeValues", {}).values()]
+
+
 def _check_limits(operation: str, params: dict[str, Any]) -> None:
     for item in _items_of(operation, params):
         size = item_size(item)
         if size > ITEM_LIMIT:
             raise AwsWouldReject(f"{operation}: an item of {size} bytes exceeds DynamoDB's 400 KB item limit")
+    if any(_empty_set(value) for value in _written_values(operation, params)):
+        raise AwsWouldReject(f"{operation}: an empty set, which DynamoDB rejects as an invalid attribute value")
     if operation == "TransactWriteItems":
         actions = params.get("TransactItems", [])
         if len(actions) > TRANSACTION_ACTIONS:

@@ -302,9 +302,10 @@ def restored(
         **keys.head_key(tenant, session_id),
         **{name: base[name] for name in (*_RECORD_ATTRIBUTES, STAGED) if name in base and name != "exp"},
         "hv": {"S": engine.token()},
-        "ids": id_list(ids),
         "sv": {"N": str(read.session_version + added)},
     }
+    if ids:  # DynamoDB refuses an empty set: a head whose members all moved away lists none, as a new one
+        head["ids"] = id_list(ids)
     if created_at is not None and ("ca" not in head or created_at < head["ca"]["S"]):
         head["ca"] = {"S": created_at}  # an import of older history moves the session's creation back
     if not ids:  # every member moved to other sessions: the record stays, as create_session leaves it

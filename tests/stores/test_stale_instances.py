@@ -161,17 +161,24 @@ def test_a_child_of_a_snapshot_now_rooted_in_another_session_is_judged_where_it_
     assert caught.value.status in (Status.INVALID_ARGUMENT, Status.FAILED_PRECONDITION)
 
 
-def test_a_session_whose_snapshots_a_restore_moved_elsewhere_keeps_its_record(make_store: StoreFactory) -> None:
+# With 149 more snapshots the restore is past one DynamoDB transaction: items in batches, then each head.
+@pytest.mark.parametrize("more", [0, 149], ids=["one-transaction", "past-one-transaction"])
+def test_a_session_whose_snapshots_a_restore_moved_elsewhere_keeps_its_record(
+    make_store: StoreFactory, more: int
+) -> None:
     store = make_store()
     store.create_session("s2", metadata={"principal": "ana"})
     _new(store, "h", "s2", ["hi"])
     h = store.get_snapshot(snapshot_id="h")
     assert h is not None and h.state is not None
-    store.restore_snapshots([attrs.evolve(h, session_id="s3", state=attrs.evolve(h.state, session_id="s3"))])
+    moved = attrs.evolve(h, session_id="s3", state=attrs.evolve(h.state, session_id="s3"))
+    others = [attrs.evolve(moved, snapshot_id=f"o{n}", parent_id="h") for n in range(more)]
+    store.restore_snapshots([moved, *others])
     record = store.get_session_record("s2")
     assert record is not None
     assert (record.version, record.leaf_id, dict(record.metadata)) == (0, None, {"principal": "ana"})
-    assert store.list_snapshots("s2") == [] and [s.snapshot_id for s in store.list_snapshots("s3")] == ["h"]
+    assert store.list_snapshots("s2") == []
+    assert sorted(s.snapshot_id for s in store.list_snapshots("s3")) == sorted(["h", *(o.snapshot_id for o in others)])
     with pytest.raises(GenkitError) as caught:
         store.create_session("s2")
     assert caught.value.status is Status.ALREADY_EXISTS
