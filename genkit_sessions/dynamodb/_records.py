@@ -336,9 +336,13 @@ def _create_then_restore(
     sliding: bool,
     snapshots: list[SessionSnapshot],
 ) -> Steps[SessionRecord]:
-    """A create with more snapshots than one transaction holds: the record, then a restore of the snapshots
-    (its items first, the head last, so readers see all of them or none). A restore that fails takes the
-    session back (best effort: what an outage leaves is the record alone, or unlisted items)."""
+    """A create with more snapshots than one transaction holds: the ids checked (ALREADY_EXISTS for one a
+    live session holds, an expired holder deleted), the record, then a restore of the snapshots (its
+    items first, the head last, so readers see all of them or none). A restore that fails takes the
+    session back (best effort: what an outage leaves is the record alone, or unlisted items). An id
+    another writer takes between the check and the restore is moved into this session, as a restore
+    moves it."""
+    yield from _judge_taken_ids(engine, tenant, rules.first_snapshots(session_id, snapshots, engine.stamp()))
     record = yield from create_session(engine, tenant, session_id, metadata, ttl, sliding)
     try:
         yield from restore(engine, tenant, rules.first_snapshots(session_id, snapshots, record.created_at))

@@ -80,12 +80,22 @@ def test_a_bad_first_snapshot_refuses_the_whole_create_before_anything_is_writte
     assert store.find_sessions("principal", "carol").records == ()
 
 
-def test_a_first_snapshot_whose_id_is_taken_refuses_the_create_and_leaves_the_holder_as_it_was(store: Any) -> None:
+def _chain(count: int, last_id: str) -> list[SessionSnapshot]:
+    """``count`` first snapshots in a line, the last one named ``last_id``."""
+    ids = [f"n{i}" for i in range(count - 1)] + [last_id]
+    return [_snapshot(ids[i], ids[i - 1] if i else None, f"u{i}") for i in range(count)]
+
+
+# 2 snapshots fit one DynamoDB transaction; 150 do not (the create is then a create and a restore).
+@pytest.mark.parametrize("count", [2, 150], ids=["one-transaction", "past-one-transaction"])
+def test_a_first_snapshot_whose_id_is_taken_refuses_the_create_and_leaves_the_holder_as_it_was(
+    store: Any, count: int
+) -> None:
     store.create_session("t", snapshots=[_snapshot("taken", None, "mine")])
     with pytest.raises(GenkitError) as raised:
-        store.create_session("s", snapshots=[_snapshot("new", None, "u0"), _snapshot("taken", "new", "u1")])
+        store.create_session("s", snapshots=_chain(count, "taken"))
     assert raised.value.status.value == "ALREADY_EXISTS"
-    _nothing_of(store, "s", "new")
+    _nothing_of(store, "s", "n0")
     held = store.get_snapshot(snapshot_id="taken")
     assert held is not None and held.session_id == "t" and _texts(held) == ["mine"]
     assert store.get_session_record("t").version == 1
@@ -137,12 +147,13 @@ def test_a_refused_create_with_snapshots_leaves_an_expired_session_for_delete_ex
     assert store.delete_expired_sessions(datetime.now(timezone.utc) + timedelta(seconds=1)) == 1
 
 
-def test_a_first_snapshot_id_an_expired_session_holds_reads_as_absent_and_is_taken_over(store: Any) -> None:
+@pytest.mark.parametrize("count", [1, 150], ids=["one-transaction", "past-one-transaction"])
+def test_a_first_snapshot_id_an_expired_session_holds_reads_as_absent_and_is_taken_over(store: Any, count: int) -> None:
     store.create_session("old", ttl=timedelta(milliseconds=1), snapshots=[_snapshot("a", None, "expired")])
     asyncio.run(asyncio.sleep(0.01))
-    record = store.create_session("s", snapshots=[_snapshot("a", None, "mine")])
-    assert (record.version, record.leaf_id) == (1, "a")
+    record = store.create_session("s", snapshots=_chain(count, "a"))
+    assert (record.version, record.leaf_id) == (count, "a")
     taken = store.get_snapshot(snapshot_id="a")
-    assert taken is not None and taken.session_id == "s" and _texts(taken) == ["mine"]
+    assert taken is not None and taken.session_id == "s" and _texts(taken) == [f"u{count - 1}"]
     assert store.get_session_record("old") is None
     assert store.list_snapshots("old") == []
