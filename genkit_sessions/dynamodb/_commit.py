@@ -437,9 +437,11 @@ def _update(
             now_ms = engine.now_ms()
             if expected is not None and head.visible_version(now_ms) != expected:
                 raise version_conflict(session_id, expected, head.visible_version(now_ms)) from None
-            if head.alive and head.expired(now_ms):
+            # Judged only while the snapshot is as read: one that changed or is gone (a guess from a stale
+            # copy) is read again first, and an expired session it no longer belongs to is left alone.
+            if head.alive and head.expired(now_ms) and not cancelled.failed(0):
                 raise Expired(session_id) from None
-            if head.deleting:
+            if head.deleting and not cancelled.failed(0):
                 raise GenkitError(
                     Status.FAILED_PRECONDITION,
                     f"session {session_id!r} is being deleted; snapshot {snapshot_id!r} cannot change meanwhile",

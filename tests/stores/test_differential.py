@@ -7,7 +7,8 @@ same status.
 Operations: create a session (with or without a ttl, sliding or not), save a new snapshot (on the leaf,
 as a root, on a named parent, pending or completed), finish a pending one, abort, heartbeat, delete a
 session, restore a batch of snapshots (roots, children, cycles, any status, stamps that tie), create a
-session with its first snapshots (the same, unstamped too, naming another session or an id twice), a save on
+session with its first snapshots (the same, unstamped too, naming another session or an id twice; either
+batch now and then padded past what one DynamoDB transaction holds), a save on
 an expected version (compare-and-set), set or drop a metadata key, move the clock on, delete expired
 sessions, and every read (by id, a session's leaf, its listing, its record). Snapshot ids are shared by
 every session, so an id is reused across sessions, after deletions and after expiry.
@@ -37,6 +38,9 @@ SNAPSHOT_IDS = ("a", "b", "c", "d", "e")
 SESSION_IDS = ("s1", "s2", "s3")
 TTLS = (None, timedelta(seconds=30), timedelta(minutes=5))
 STEPS = (timedelta(seconds=1), timedelta(seconds=20), timedelta(seconds=45), timedelta(minutes=6))
+PADDING = (0, 0, 0, 0, 0, 120)
+"""How many more snapshots a restore or a create with first snapshots carries, now and then: 120 take
+DynamoDB past one transaction (its items in batches, then its heads)."""
 
 
 COUNTS = Agreement()
@@ -178,10 +182,12 @@ class DifferentialMachine(RuleBasedStateMachine):
         ),
         session=st.sampled_from(SESSION_IDS),
         writer=st.integers(0, 1),
+        padding=st.sampled_from(PADDING),
     )
-    def restore(self, batch: list[tuple[str, str | None, str, int]], session: str, writer: int) -> None:
+    def restore(self, batch: list[tuple[str, str | None, str, int]], session: str, writer: int, padding: int) -> None:
         """A batch of snapshots written verbatim: roots or children of any id (broken chains and cycles
-        included), of any status, stamped now or up to two seconds before (so createdAt orders them)."""
+        included), of any status, stamped now or up to two seconds before (so createdAt orders them);
+        at times with more children of its first one than one DynamoDB transaction holds."""
         given = []
         for snapshot_id, parent, status, seconds in batch:
             stamp = format_timestamp(self.clock.now + timedelta(seconds=seconds))
@@ -197,7 +203,23 @@ class DifferentialMachine(RuleBasedStateMachine):
                     state=state,
                 )
             )
+        given += self._padding(given[0], padding, stamped=True)
         self.both(writer, lambda store: store.restore_snapshots(given))
+
+    def _padding(self, first: SessionSnapshot, count: int, stamped: bool) -> list[SessionSnapshot]:
+        """``count`` children of ``first``, with ids of their own (no other step uses them)."""
+        stamp = format_timestamp(self.clock.now - timedelta(seconds=3))
+        stamps = {"created_at": stamp, "updated_at": stamp} if stamped else {}
+        return [
+            SessionSnapshot(
+                snapshot_id=f"pad{self.turn}-{n}",
+                session_id=first.session_id,
+                parent_id=first.snapshot_id,
+                state=SessionState(messages=(Message.of_text("user", f"padding {n}"),)),
+                **stamps,
+            )
+            for n in range(count)
+        ]
 
     @rule(
         batch=st.lists(
@@ -214,6 +236,7 @@ class DifferentialMachine(RuleBasedStateMachine):
         session=st.sampled_from(SESSION_IDS),
         ttl=st.sampled_from(TTLS),
         writer=st.integers(0, 1),
+        padding=st.sampled_from(PADDING),
     )
     def create_with_snapshots(
         self,
@@ -221,9 +244,11 @@ class DifferentialMachine(RuleBasedStateMachine):
         session: str,
         ttl: timedelta | None,
         writer: int,
+        padding: int,
     ) -> None:
         """A session created with its first snapshots (what a fork writes): unstamped or stamped, naming
-        the session, none, or another; ids that may repeat, or be held by any session."""
+        the session, none, or another; ids that may repeat, or be held by any session; at times with more
+        children of its first one than one DynamoDB transaction holds."""
         given = []
         for snapshot_id, parent, status, seconds, names in batch:
             stamps = {}
@@ -241,6 +266,7 @@ class DifferentialMachine(RuleBasedStateMachine):
                     **stamps,
                 )
             )
+        given += self._padding(given[0], padding, stamped=False)
         self.both(writer, lambda store: store.create_session(session, ttl=ttl, snapshots=given))
 
     @rule(by=st.sampled_from(STEPS))

@@ -309,3 +309,26 @@ def test_a_save_expecting_the_version_it_read_is_a_version_conflict_once_another
     assert caught.value.status is Status.ABORTED and caught.value.reason == "VERSION_CONFLICT"
     assert store.get_snapshot(snapshot_id="a") is None
     assert _other(store).get_snapshot(session_id="s").snapshot_id == "b"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("change", ["abort", "complete"])
+def test_a_change_of_a_snapshot_deleted_elsewhere_leaves_the_expired_session_its_id_reuses_to_delete_expired(
+    make_store: StoreFactory, change: str
+) -> None:
+    # A holds pending "d" in s2; B deletes s2; s2 is made again with a ttl and expires. A's change of "d" (a
+    # guess from its copy) finds nothing, and must not delete the expired s2 on the way: that is
+    # delete_expired_sessions' to count, as on every store.
+    clock = _Clock()
+    a = make_store(clock=clock)
+    b = type(a)(a.table_name, a.client, clock=clock) if not isinstance(a, InMemorySessionStore) else a
+    _new(a, "d", "s2", ["working"], status="pending")
+    b.delete_session("s2")
+    a.create_session("s2", ttl=timedelta(seconds=30))
+    clock.now += timedelta(seconds=46)
+    if change == "abort":
+        assert a.abort_snapshot("d") is None
+    else:
+        done = a.save_snapshot("d", lambda cur: attrs.evolve(cur, status="completed") if cur else None)
+        assert done is None
+    assert b.delete_expired_sessions(clock.now) == 1
+    assert a.get_session_record("s2") is None and a.get_snapshot(snapshot_id="d") is None
