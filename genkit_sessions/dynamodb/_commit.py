@@ -28,6 +28,7 @@ rule the guess breaks is judged again on a real read before it is raised.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import random
@@ -53,10 +54,12 @@ from genkit_sessions.dynamodb._calls import (
 )
 from genkit_sessions.dynamodb._codec import (
     UPDATE_TAG,
+    CorruptData,
     Plan,
     Recipe,
     compress,
     compress_steps,
+    decompress,
     pack_record,
     pack_update,
     plan_state_steps,
@@ -66,10 +69,12 @@ from genkit_sessions.dynamodb._codec import (
 from genkit_sessions.dynamodb._engine import INLINE_LIMIT, RECORD_LIMIT, Engine
 from genkit_sessions.dynamodb._expressions import Update, eq, exists, not_exists, render
 from genkit_sessions.dynamodb._items import (
+    CREATED_BY,
     ITEM_LIMIT,
     Head,
     Loaded,
     action_size,
+    hidden,
     item_size,
     put_action,
     status_attributes,
@@ -174,12 +179,16 @@ def judge_the_item_in_the_way(engine: Engine, tenant: str, snapshot_id: str) -> 
     """A create refused because the id's item exists: when that item lives in an expired session (it read
     as absent), or in one whose deletion stopped part way (its head lists what is left), that session, to
     be deleted (the deletion finished) before the write goes on, as in the in-memory store; when it
-    lives in a session with no head at all, FAILED_PRECONDITION naming it. Otherwise (None) another
-    writer created the id meanwhile, and the caller retries on what it wrote."""
+    lives in a session with no head at all, FAILED_PRECONDITION naming it. An item written ahead of a
+    create's commit that has not landed (see :func:`take_back_creation`) is taken back, and the caller
+    retries (None), as it does when another writer created the id meanwhile."""
     home = yield from home_of(engine, tenant, snapshot_id)
     if home is None:
         return None
-    session_id, head = home
+    session_id, head, item = home
+    if hidden(item, head.item):  # written ahead of a create's commit, which has not landed: it loses the id
+        yield from take_back_creation(engine, tenant, session_id, head, item[CREATED_BY]["S"], snapshot_id)
+        return None
     if (head.alive and head.expired(engine.now_ms())) or head.deleting:
         return session_id
     if not head.alive:
@@ -541,7 +550,7 @@ def commit_staged(
         yield from _discard(engine, every_part, markers)
         raise
     except GenkitError as error:
-        if not _outcome_unknown(error):  # refused: nothing references the parts
+        if not outcome_unknown(error):  # refused: nothing references the parts
             yield from _discard(engine, every_part, markers)
         raise  # unknown: the parts stay, named by the markers, for sweep_staged and delete_session
     except Abandoned:
@@ -589,13 +598,106 @@ def take_back_dead(
     done: list[_head.Staging] = []
     try:
         for staged in stale:
-            marker = keys.marker_key(tenant, session_id, staged.blob)
-            parts = [keys.blob_part_key(tenant, session_id, staged.blob, i) for i in range(staged.parts)]
-            yield from take_back_staged(engine, marker, parts)  # False: it committed after all; nothing goes
+            yield from take_back_write(engine, tenant, session_id, staged)  # False: it committed; nothing goes
             done.append(staged)
     except GenkitError as exc:
         _log.warning("could not take back %d abandoned staged writes (%s); the next save tries again", len(stale), exc)
     return done
+
+
+LISTED_TAG = "k"
+"""The tag of a create that writes snapshot items ahead of its commit (more first snapshots than one
+transaction holds): its markers list what it wrote, where a staged blob's marker counts its parts."""
+
+
+def listed_write(name: str) -> bool:
+    """Whether a staged write's name is a create's that lists what it wrote (see :data:`LISTED_TAG`)."""
+    return keys.blob_tag(name).startswith(LISTED_TAG)
+
+
+def listing_key(tenant: str, session_id: str, name: str, index: int) -> dict[str, Any]:
+    """The key of the ``index``-th marker of a create that lists what it wrote."""
+    return keys.marker_key(tenant, session_id, f"{name}{keys.SEP}{index:04d}")
+
+
+def take_back_write(engine: Engine, tenant: str, session_id: str, staged: _head.Staging) -> Steps[bool]:
+    """Take back a staged write its session's head names, of either kind; False when it had committed."""
+    if not listed_write(staged.blob):
+        marker = keys.marker_key(tenant, session_id, staged.blob)
+        parts = [keys.blob_part_key(tenant, session_id, staged.blob, i) for i in range(staged.parts)]
+        return (yield from take_back_staged(engine, marker, parts))
+    taken = False
+    for index in range(staged.parts):
+        marker = listing_key(tenant, session_id, staged.blob, index)
+        taken = (yield from take_back_listed(engine, tenant, marker)) or taken
+    return taken
+
+
+def take_back_listed(engine: Engine, tenant: str, marker_key: dict[str, Any]) -> Steps[bool]:
+    """Take back what one marker of a listing create holds (snapshot items and blob parts), as
+    :func:`take_back_staged` does a blob's: the marker voided on its existing (the commit needs every
+    marker to exist and not be void, so exactly one of the two lands), then each snapshot item on its
+    still naming the create (a restore may have put another item under the id since), the parts, the
+    marker. False when the marker was gone. A failure part-way leaves the void marker listing the rest."""
+    void = {
+        "Update": {
+            "TableName": engine.table,
+            "Key": marker_key,
+            **render(condition=exists("pk"), update=Update().set("void", {"BOOL": True})),
+        }
+    }
+    try:
+        answer = yield from write_one(engine.table, void, ReturnValues="ALL_NEW")
+    except Cancelled:
+        return False
+    try:
+        listing = decompress(answer["Attributes"]["ks"]["B"])
+        name, ids, parts = listing["w"], listing["ids"], listing["parts"]
+    except (CorruptData, KeyError, TypeError) as exc:
+        raise GenkitError(
+            Status.DATA_LOSS,
+            f"a staging marker of table {engine.table!r} ({marker_key['sk']['S']!r}) does not list what its "
+            f"write left ({exc}); delete it and the items it names by hand",
+        ) from None
+    for snapshot_id in ids:
+        drop = {
+            "Delete": {
+                "TableName": engine.table,
+                "Key": keys.snapshot_key(tenant, snapshot_id),
+                **render(condition=eq(CREATED_BY, {"S": name})),
+            }
+        }
+        with contextlib.suppress(Cancelled):  # gone already, or another item under the id now
+            yield from write_one(engine.table, drop)
+    pk = marker_key["pk"]
+    yield from batch_write(engine.table, [{"DeleteRequest": {"Key": {"pk": pk, "sk": {"S": sk}}}} for sk in parts])
+    yield from call("DeleteItem", engine.table, Key=marker_key)
+    return True
+
+
+def take_back_creation(
+    engine: Engine, tenant: str, session_id: str, head: Head, name: str, snapshot_id: str
+) -> Steps[None]:
+    """A snapshot item in the way of a write (``snapshot_id``) that a listing create ``name`` wrote ahead of
+    a commit that has not landed: that create is taken back (its markers voided, so it can no longer
+    commit; a rival create of the same session could only ever have one of them land), its name taken
+    out of the head, and the item deleted on its still naming the create (no marker may list it: a
+    deletion of the session took the markers)."""
+    named = [s for s in (_head.Staging.parse(e) for e in (head.item or {}).get(_head.STAGED, {}).get("SS", ())) if s]
+    for staged in named:
+        if staged.blob == name:
+            yield from take_back_write(engine, tenant, session_id, staged)
+            with contextlib.suppress(Cancelled):
+                yield from write_one(engine.table, _head.forget_staged(engine, tenant, session_id, [staged]))
+    drop = {
+        "Delete": {
+            "TableName": engine.table,
+            "Key": keys.snapshot_key(tenant, snapshot_id),
+            **render(condition=eq(CREATED_BY, {"S": name})),
+        }
+    }
+    with contextlib.suppress(Cancelled):
+        yield from write_one(engine.table, drop)
 
 
 def take_back_staged(engine: Engine, marker_key: dict[str, Any], part_keys: list[dict[str, Any]]) -> Steps[bool]:
@@ -632,12 +734,12 @@ def transact_surely(engine: Engine, actions: list[dict[str, Any]]) -> Steps[None
             cancelled.after_lost_answer = resend > 0
             raise
         except GenkitError as error:
-            if resend == _RESENDS or not _outcome_unknown(error):
+            if resend == _RESENDS or not outcome_unknown(error):
                 raise
             yield Sleep(random.uniform(0.01, 0.05 * 2**resend))
 
 
-def _outcome_unknown(error: GenkitError) -> bool:
+def outcome_unknown(error: GenkitError) -> bool:
     """True when the backend's answer was lost (a timeout, a dropped connection, a 5xx), so the write
     may have been applied; False when DynamoDB answered that it refused it."""
     cause = error.__cause__

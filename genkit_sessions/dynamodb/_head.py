@@ -37,7 +37,7 @@ from genkit_sessions.dynamodb._calls import Cancelled, Steps, get_item, write_on
 from genkit_sessions.dynamodb._codec import Recipe, compress
 from genkit_sessions.dynamodb._engine import Engine
 from genkit_sessions.dynamodb._expressions import Condition, Update, eq, exists, gt, not_exists, render, size_lt
-from genkit_sessions.dynamodb._items import Head, id_list, put_action
+from genkit_sessions.dynamodb._items import CREATED_BY, Head, id_list, put_action
 from genkit_sessions.errors import GenkitError, Status
 from genkit_sessions.model.types import SessionSnapshot
 
@@ -56,8 +56,9 @@ __all__ = [
     "tombstone",
 ]
 
-_RECORD_ATTRIBUTES = ("ca", "md", "exp", "xa", "tl", "sl", "xi")
-"""What a replaced head carries over from the one it replaces (everything else is recomputed)."""
+_RECORD_ATTRIBUTES = ("ca", "md", "exp", "xa", "tl", "sl", "xi", CREATED_BY)
+"""What a replaced head carries over from the one it replaces (everything else is recomputed): the
+record, and the create whose snapshot items only this head makes visible."""
 
 
 def _alive() -> Condition:

@@ -18,7 +18,7 @@ Attribute names (all short, all sent as placeholders in expressions):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -28,6 +28,7 @@ from genkit_sessions.dynamodb._codec import Recipe
 from genkit_sessions.model.types import SessionSnapshot, SnapshotStatus
 
 __all__ = [
+    "CREATED_BY",
     "ITEM_LIMIT",
     "Head",
     "Loaded",
@@ -36,11 +37,15 @@ __all__ = [
     "member_ids",
     "pages_of",
     "put_action",
+    "hidden",
     "status_attributes",
     "status_history",
 ]
 
 ITEM_LIMIT = 400 * 1024
+CREATED_BY = "cw"
+"""The create that wrote a snapshot item, when a create of more first snapshots than one transaction holds
+wrote it ahead of its commit; its session's head names the same create once that commit landed."""
 PAGE_BYTES = 300 * 1024
 """A member page holds ids up to this many bytes, so it stays under the 400 KB item limit whatever the ids."""
 
@@ -233,3 +238,10 @@ def dedupe(requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def delete_request(row: dict[str, Any]) -> dict[str, Any]:
     """A BatchWriteItem delete of the item ``row`` (any item with its key attributes)."""
     return {"DeleteRequest": {"Key": {"pk": row["pk"], "sk": row["sk"]}}}
+
+
+def hidden(item: Mapping[str, Any], head: Mapping[str, Any] | None) -> bool:
+    """Whether a snapshot item stays out of sight: one written ahead of a create's commit, while its
+    session's head does not name that create (the commit has not landed, or never will), reads as absent."""
+    created_by = item.get(CREATED_BY)
+    return created_by is not None and (head or {}).get(CREATED_BY) != created_by

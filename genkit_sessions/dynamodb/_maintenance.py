@@ -33,6 +33,7 @@ from genkit_sessions.dynamodb._commit import (
     blob_part_items,
     new_blob,
     record_bytes,
+    take_back_listed,
     take_back_staged,
     transact_surely,
 )
@@ -97,6 +98,7 @@ def delete_session(engine: Engine, tenant: str, session_id: str) -> Steps[int]:
         entry["sk"] = (head.item or {}).get("rmd", entry["sk"])  # and the entry it names
         found = yield from members(engine, tenant, session_id, member_ids(rows))
         yield from batch_write(engine.table, [{"DeleteRequest": {"Key": keys.snapshot_key(tenant, s)}} for s in found])
+        yield from _take_back_listings(engine, tenant, rows)  # a create's items, written ahead of its commit
         engine.forget(tenant, found)
         yield from batch_write(engine.table, [delete_request(r) for r in rows if r["sk"]["S"] != keys.HEAD_SK])
         yield from batch_write(
@@ -104,7 +106,8 @@ def delete_session(engine: Engine, tenant: str, session_id: str) -> Steps[int]:
             [{"DeleteRequest": {"Key": k}} for k in index_keys(engine, tenant, session_id, head.item or {})],
         )
         # Parts a writer staged after the first Query: its commit cannot land on the tombstone.
-        late = yield from query_partition(engine.table, keys.session_pk(tenant, session_id), "pk, sk")
+        late = yield from query_partition(engine.table, keys.session_pk(tenant, session_id), "pk, sk, ks")
+        yield from _take_back_listings(engine, tenant, late)
         yield from batch_write(engine.table, [delete_request(r) for r in late if r["sk"]["S"] != keys.HEAD_SK])
         # The bare tombstone and the entry's removal in one transaction, so the entry goes exactly when the
         # deletion is done. Cancelled: another deletion of the same session took over and finishes the job.
@@ -118,6 +121,15 @@ def delete_session(engine: Engine, tenant: str, session_id: str) -> Steps[int]:
         f"session {session_id!r} kept changing under concurrent writers through {_ROUNDS} attempts to delete it "
         f"on DynamoDB table {engine.table!r}; stop its writers, then delete it again",
     )
+
+
+def _take_back_listings(engine: Engine, tenant: str, rows: list[dict[str, Any]]) -> Steps[None]:
+    """Take back what the markers among ``rows`` list of a create that wrote snapshot items ahead of its
+    commit (those items live outside the session's partition); the commit can no longer land on the
+    tombstone. Each marker goes with them, so the rows' deletion that follows skips it."""
+    for row in rows:
+        if "ks" in row:
+            yield from take_back_listed(engine, tenant, {"pk": row["pk"], "sk": row["sk"]})
 
 
 def _forget_reminder(engine: Engine, entry: dict[str, Any]) -> Steps[None]:
@@ -149,13 +161,16 @@ def sweep_staged(engine: Engine, tenant: str, session_id: str, older_than: int) 
     rows = yield from query_partition(
         engine.table,
         keys.session_pk(tenant, session_id),
-        "#pk, #sk, #n, #at",
-        {"#pk": "pk", "#sk": "sk", "#n": "n", "#at": "at"},
+        "#pk, #sk, #n, #at, #ks",
+        {"#pk": "pk", "#sk": "sk", "#n": "n", "#at": "at", "#ks": "ks"},
     )
     swept = 0
     for row in rows:
         blob = keys.marker_blob(row["sk"]["S"])
         if blob is None or int(row.get("at", {"N": "0"})["N"]) > older_than:
+            continue
+        if "ks" in row:  # a marker of a create that wrote snapshot items ahead of its commit
+            swept += yield from take_back_listed(engine, tenant, {"pk": row["pk"], "sk": row["sk"]})
             continue
         count = int(row.get("n", {"N": "0"})["N"])
         parts = [keys.blob_part_key(tenant, session_id, blob, i) for i in range(count)]

@@ -41,7 +41,7 @@ from genkit_sessions.dynamodb._codec import (
     zlib_stream,
 )
 from genkit_sessions.dynamodb._engine import Engine
-from genkit_sessions.dynamodb._items import Head, Loaded, base_size, member_ids, status_history
+from genkit_sessions.dynamodb._items import CREATED_BY, Head, Loaded, base_size, hidden, member_ids, status_history
 from genkit_sessions.errors import GenkitError, Status
 from genkit_sessions.model.clock import format_timestamp
 from genkit_sessions.model.frozen_json import FrozenDict
@@ -311,7 +311,7 @@ def _read_by_id(engine: Engine, tenant: str, snapshot_id: str) -> Steps[Loaded |
         wanted += [k for k in part_keys(tenant, session_id, recipe) if k != key]
     found = yield from batch_get(engine.table, wanted)
     head = _at(found, head_key)
-    if head is None or not Head.of(head).live(engine.now_ms()):
+    if head is None or not Head.of(head).live(engine.now_ms()) or hidden(item, head):
         engine.forget(tenant, [snapshot_id])
         return None
     seen = Head.of(head)
@@ -320,15 +320,15 @@ def _read_by_id(engine: Engine, tenant: str, snapshot_id: str) -> Steps[Loaded |
     return (yield from load(engine, tenant, item, snapshot_id, found, seen))
 
 
-def home_of(engine: Engine, tenant: str, snapshot_id: str) -> Steps[tuple[str, Head] | None]:
-    """The session a snapshot item names and that session's head, alive or not (a snapshot that reads as
-    absent may still have its item, in an expired session or one whose deletion has not finished); None
-    when there is no item."""
+def home_of(engine: Engine, tenant: str, snapshot_id: str) -> Steps[tuple[str, Head, dict[str, Any]] | None]:
+    """The session a snapshot item names, that session's head, alive or not (a snapshot that reads as
+    absent may still have its item, in an expired session or one whose deletion has not finished), and
+    the item; None when there is no item."""
     item = yield from get_item(engine.table, keys.snapshot_key(tenant, snapshot_id))
     if item is None:
         return None
     session_id = decode_item(engine, item, snapshot_id)[0].session_id or ""
-    return session_id, (yield from read_head(engine, tenant, session_id))
+    return session_id, (yield from read_head(engine, tenant, session_id)), item
 
 
 def read_head(engine: Engine, tenant: str, session_id: str) -> Steps[Head]:
@@ -445,18 +445,18 @@ def statuses(
     """
     key = keys.snapshot_key(tenant, snapshot_id)
     if session_id is None:
-        item = yield from get_item(engine.table, key, "pk, sk, st, sh, rec, u")
+        item = yield from get_item(engine.table, key, f"pk, sk, st, sh, rec, u, {CREATED_BY}")
         if item is None:
             return None
         session_id = decode_item(engine, item, snapshot_id)[0].session_id or ""
-        head = yield from get_item(engine.table, keys.head_key(tenant, session_id), "pk, hv, dead, xa")
+        head = yield from get_item(engine.table, keys.head_key(tenant, session_id), f"pk, hv, dead, xa, {CREATED_BY}")
     else:
         head_key = keys.head_key(tenant, session_id)
-        found = yield from batch_get(engine.table, [key, head_key], "pk, sk, st, sh, hv, dead, xa")
+        found = yield from batch_get(engine.table, [key, head_key], f"pk, sk, st, sh, hv, dead, xa, {CREATED_BY}")
         item, head = _at(found, key), _at(found, head_key)
         if item is None:
             return None
-    if not Head.of(head).live(engine.now_ms()):
+    if not Head.of(head).live(engine.now_ms()) or hidden(item, head):
         return None
     names = status_history(item) or (SnapshotStatus.COMPLETED.value,)
     try:

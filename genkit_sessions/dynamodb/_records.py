@@ -24,23 +24,38 @@ absent at once, whatever DynamoDB's own TTL does later.
 from __future__ import annotations
 
 import contextlib
+import logging
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from genkit_sessions.dynamodb import _head
 from genkit_sessions.dynamodb import _keys as keys
-from genkit_sessions.dynamodb._calls import Cancelled, Steps, batch_get, call, write_one
+from genkit_sessions.dynamodb._calls import (
+    Abandoned,
+    Cancelled,
+    Steps,
+    batch_get,
+    batch_write,
+    call,
+    get_item,
+    write_one,
+)
+from genkit_sessions.dynamodb._codec import compress
 from genkit_sessions.dynamodb._commit import (
+    LISTED_TAG,
     MAX_TRANSACTION_ACTIONS,
     commit_staged,
     judge_the_item_in_the_way,
+    listing_key,
+    outcome_unknown,
     take_back_dead,
+    take_back_write,
     transact_surely,
 )
 from genkit_sessions.dynamodb._engine import Engine
 from genkit_sessions.dynamodb._expressions import Update, eq, exists, not_exists, render
-from genkit_sessions.dynamodb._items import Head, action_size, id_list, item_size, pages_of, put_action
-from genkit_sessions.dynamodb._maintenance import delete_session, restore, snapshot_item
+from genkit_sessions.dynamodb._items import CREATED_BY, Head, action_size, id_list, item_size, pages_of, put_action
+from genkit_sessions.dynamodb._maintenance import delete_session, snapshot_item
 from genkit_sessions.dynamodb._reads import read_head, record_of
 from genkit_sessions.errors import GenkitError, Status
 from genkit_sessions.model.clock import format_timestamp, parse_timestamp
@@ -53,6 +68,7 @@ from genkit_sessions.stores.write_rules import leaf_of, restore_order
 __all__ = ["create_session", "create_with_snapshots", "delete_expired", "find_sessions", "set_metadata"]
 
 _ROUNDS = 5
+_log = logging.getLogger(__name__)
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _MICROSECOND = timedelta(microseconds=1)
 
@@ -190,7 +206,8 @@ def create_with_snapshots(
     snapshot's item (on its id being free) and blob parts. Past 3 MB, each snapshot's blob is staged
     as a large save's is (named in the head, marked, written, lifted) and the rest is one commit, so
     the create still lands whole or not at all. Past 100 actions (more snapshots than a transaction
-    holds), it is a create, then a restore, and a failure of the restore deletes the session again."""
+    holds), the snapshot items are written ahead of one commit, which alone makes them visible
+    (:func:`_create_listed`)."""
     rules.first_snapshots(session_id, snapshots, engine.stamp())  # refuse a bad batch before any call
     for _ in range(_ROUNDS):
         read = yield from read_head(engine, tenant, session_id)
@@ -246,8 +263,12 @@ def create_with_snapshots(
         staged: list[tuple[str, list[dict[str, Any]]]] = []
         while inline and not _fits([*actions, *_puts(engine, inline)], len(staged)):
             staged.append(inline.pop())
-        if not _fits([*actions, *_puts(engine, inline)], len(staged)):  # too many snapshots: create, restore
-            return (yield from _create_then_restore(engine, tenant, session_id, metadata, ttl, sliding, snapshots))
+        if not _fits([*actions, *_puts(engine, inline)], len(staged)):  # too many snapshots: written ahead
+            listed = yield from _create_listed(engine, tenant, session_id, read, template, entries, items, blobs)
+            if listed is None:
+                continue
+            head = listed
+            break
         if staged:
             own = tuple(_head.Staging(engine.now_epoch(), len(parts), name) for name, parts in staged)
             named = yield from _head.register_staged(engine, tenant, session_id, own, read)
@@ -261,7 +282,7 @@ def create_with_snapshots(
                 found = yield from read_head(engine, tenant, session_id)
                 if found.live(engine.now_ms()):
                     raise rules.session_exists(session_id) from None
-                yield from _judge_taken_ids(engine, tenant, first)
+                yield from _judge_taken_ids(engine, tenant, [s.snapshot_id for s in first])
                 continue  # the head moved since it was named, or an expired session held an id: again
             break
         try:
@@ -272,7 +293,7 @@ def create_with_snapshots(
                 break  # this very write landed (its answer was lost, and the resend was refused)
             if found.live(engine.now_ms()):
                 raise rules.session_exists(session_id) from None
-            yield from _judge_taken_ids(engine, tenant, first)
+            yield from _judge_taken_ids(engine, tenant, [s.snapshot_id for s in first])
             continue  # the head moved since it was read, or an expired session held an id: again
         break
     else:
@@ -313,45 +334,155 @@ def _fits(actions: list[dict[str, Any]], releases: int = 0) -> bool:
     return len(actions) + releases <= MAX_TRANSACTION_ACTIONS and sum(map(action_size, actions)) <= _ONE_TRANSACTION
 
 
-def _judge_taken_ids(engine: Engine, tenant: str, first: list[SessionSnapshot]) -> Steps[None]:
+def _judge_taken_ids(engine: Engine, tenant: str, ids: list[str]) -> Steps[None]:
     """After a refused create: ALREADY_EXISTS for an id a live session holds; an expired session that
-    holds one (its ids read as absent) is deleted, so the create can go on."""
-    item_keys = [keys.snapshot_key(tenant, s.snapshot_id) for s in first]
+    holds one (its ids read as absent) is deleted, and an item a create that never committed left in
+    the way is taken back, so the create can go on."""
+    item_keys = [keys.snapshot_key(tenant, i) for i in ids]
     stored = yield from batch_get(engine.table, item_keys)
-    for snapshot, key in zip(first, item_keys, strict=True):
+    for snapshot_id, key in zip(ids, item_keys, strict=True):
         if (key["pk"]["S"], key["sk"]["S"]) not in stored:
             continue
-        in_the_way = yield from judge_the_item_in_the_way(engine, tenant, snapshot.snapshot_id)
+        in_the_way = yield from judge_the_item_in_the_way(engine, tenant, snapshot_id)
         if in_the_way is None:
-            raise rules.snapshot_exists(snapshot.snapshot_id) from None
+            if (yield from get_item(engine.table, key, "pk")) is None:
+                continue  # taken back: the id is free again
+            raise rules.snapshot_exists(snapshot_id) from None
         yield from delete_session(engine, tenant, in_the_way)  # expired: its ids read as absent
 
 
-def _create_then_restore(
+def _create_listed(
     engine: Engine,
     tenant: str,
     session_id: str,
-    metadata: FrozenDict,
-    ttl: timedelta | None,
-    sliding: bool,
-    snapshots: list[SessionSnapshot],
-) -> Steps[SessionRecord]:
-    """A create with more snapshots than one transaction holds: the ids checked (ALREADY_EXISTS for one a
-    live session holds, an expired holder deleted), the record, then a restore of the snapshots (its
-    items first, the head last, so readers see all of them or none). A restore that fails takes the
-    session back (best effort: what an outage leaves is the record alone, or unlisted items). An id
-    another writer takes between the check and the restore is moved into this session, as a restore
-    moves it."""
-    yield from _judge_taken_ids(engine, tenant, rules.first_snapshots(session_id, snapshots, engine.stamp()))
-    record = yield from create_session(engine, tenant, session_id, metadata, ttl, sliding)
+    read: Head,
+    template: dict[str, Any],
+    entries: list[dict[str, Any]],
+    items: list[dict[str, Any]],
+    blobs: list[tuple[str, list[dict[str, Any]]]],
+) -> Steps[dict[str, Any] | None]:
+    """A create with more first snapshots than one transaction holds, still one commit. The create is named
+    in the head (a bare tombstone); markers list every item it will write; then come the blob parts and
+    the snapshot items (each on its id being free, 100 to a transaction), every item naming the create in
+    ``cw``; then one TransactWriteItems of the head (the record and its members, naming the create in
+    ``cw`` too), the index entries and the release of every marker. A reader sees an item naming a
+    create only while its session's head names the same one, so the snapshots appear all at once, at
+    the commit, or never. Returns the head's Put that landed; None when the head moved meanwhile (the
+    caller reads it again). ALREADY_EXISTS when an id another session holds is in the way."""
+    name = keys.blob_name(_snapshot_id(items[0]), f"{LISTED_TAG}{engine.token()}")
+    created_by = {CREATED_BY: {"S": name}}
+    snapshot_puts = [
+        {"Put": {**action["Put"], "Item": {**action["Put"]["Item"], **created_by}}}
+        for action in items
+        if _is_snapshot(action)
+    ]
+    pages = [a for a in items if not _is_snapshot(a)]
+    parts = [part for _, blob_parts in blobs for part in blob_parts]
+    listings = _listings(name, [_snapshot_id(a) for a in snapshot_puts], [p["sk"]["S"] for p in parts])
+    marker_keys = [listing_key(tenant, session_id, name, index) for index in range(len(listings))]
+    releases = [
+        {"Delete": {"TableName": engine.table, "Key": key, **render(condition=exists("pk") & not_exists("void"))}}
+        for key in marker_keys
+    ]
+    if not _fits([put_action(engine.table, {**template, **created_by}), *entries, *pages, *releases]):
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"create_session({session_id!r}) with {len(snapshot_puts)} first snapshots lists more members than "
+            f"one commit holds on DynamoDB table {engine.table!r}; create it with fewer and restore the rest",
+        )
+    own = (_head.Staging(engine.now_epoch(), len(listings), name),)
+    named = yield from _head.register_staged(engine, tenant, session_id, own, read)
+    if named is None or named.alive:  # a deletion began, or a session was created, meanwhile: again
+        return None
+    head = _record_over(engine, {**template, **created_by}, named, own)
+    at = {"N": str(engine.now_epoch())}
     try:
-        yield from restore(engine, tenant, rules.first_snapshots(session_id, snapshots, record.created_at))
-    except GenkitError:
-        with contextlib.suppress(GenkitError):  # the caller's error says what failed
-            yield from delete_session(engine, tenant, session_id)
+        for key, listing in zip(marker_keys, listings, strict=True):
+            yield from call("PutItem", engine.table, Item={**key, "ks": {"B": listing}, "at": at})
+        yield from batch_write(engine.table, [{"PutRequest": {"Item": p}} for p in parts])
+        for chunk in _transactions(snapshot_puts):
+            yield from transact_surely(engine, chunk)
+    except Cancelled as cancelled:  # an id taken meanwhile (or this very chunk, its answer lost)
+        yield from _give_back(engine, tenant, session_id, own)
+        if cancelled.after_lost_answer:
+            return None  # taken back whole: again, from the top
+        yield from _judge_taken_ids(engine, tenant, [_snapshot_id(a) for a in snapshot_puts])
+        return None
+    except (GenkitError, Abandoned):
+        yield from _give_back(engine, tenant, session_id, own)
         raise
-    found = yield from read_head(engine, tenant, session_id)
-    return (yield from record_of(engine, tenant, session_id, found)) or record
+    try:
+        yield from transact_surely(engine, [head, *entries, *pages, *releases])
+    except Cancelled as cancelled:
+        if cancelled.after_lost_answer:  # the first send may have landed: the commit deletes the markers
+            still_staged = yield from get_item(engine.table, marker_keys[0])
+            if still_staged is None:
+                return head
+        yield from _give_back(engine, tenant, session_id, own)
+        found = yield from read_head(engine, tenant, session_id)
+        if found.live(engine.now_ms()):
+            raise rules.session_exists(session_id) from None
+        return None
+    except GenkitError as error:
+        if not outcome_unknown(error):  # refused: nothing names what was written
+            yield from _give_back(engine, tenant, session_id, own)
+        raise  # unknown: named in the head and listed by the markers, taken back once stale
+    except Abandoned:  # whichever of the commit and the voiding of its markers comes first wins
+        yield from _give_back(engine, tenant, session_id, own)
+        raise
+    return head
+
+
+_LISTING_BYTES = 300 * 1024
+"""A listing create's marker lists ids and part keys up to this many bytes of JSON (items take 400 KB)."""
+
+
+def _listings(name: str, ids: list[str], parts: list[str]) -> list[bytes]:
+    """What a listing create's markers hold: its name, and its snapshot ids and part sort keys, cut so that
+    no marker passes :data:`_LISTING_BYTES` (compressed JSON, one per marker)."""
+    listings: list[bytes] = []
+    chunk: dict[str, list[str]] = {"ids": [], "parts": []}
+    size = 0
+    for kind, value in [*(("ids", i) for i in ids), *(("parts", p) for p in parts)]:
+        length = len(value.encode("utf-8", "surrogatepass")) + 8
+        if size + length > _LISTING_BYTES and (chunk["ids"] or chunk["parts"]):
+            listings.append(compress({"w": name, **chunk}))
+            chunk, size = {"ids": [], "parts": []}, 0
+        chunk[kind].append(value)
+        size += length
+    listings.append(compress({"w": name, **chunk}))
+    return listings
+
+
+def _transactions(puts: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Conditional Puts cut into transactions within DynamoDB's limits (100 actions, 4 MB)."""
+    chunks: list[list[dict[str, Any]]] = []
+    for put in puts:
+        if not chunks or not _fits([*chunks[-1], put]):
+            chunks.append([])
+        chunks[-1].append(put)
+    return chunks
+
+
+def _give_back(engine: Engine, tenant: str, session_id: str, own: tuple[_head.Staging, ...]) -> Steps[None]:
+    """Best effort, after a listing create failed before its commit or had it refused: take back what it
+    wrote and its name in the head. What stays (an outage meanwhile) is listed by its markers and named in
+    the head: the session's next create, save or deletion takes it back, and no reader sees it meanwhile."""
+    try:
+        for staged in own:
+            yield from take_back_write(engine, tenant, session_id, staged)
+        with contextlib.suppress(Cancelled):
+            yield from write_one(engine.table, _head.forget_staged(engine, tenant, session_id, list(own)))
+    except GenkitError as exc:
+        _log.warning("could not take back a create's %s (%s); its session's next write does", own[0].blob, exc)
+
+
+def _is_snapshot(action: dict[str, Any]) -> bool:
+    return bool(action["Put"]["Item"]["sk"]["S"] == keys.SNAPSHOT_SK)
+
+
+def _snapshot_id(action: dict[str, Any]) -> str:
+    return str(action["Put"]["Item"]["pk"]["S"]).partition(f"{keys.SEP}n{keys.SEP}")[2]
 
 
 def set_metadata(engine: Engine, tenant: str, session_id: str, name: str, value: str | None) -> Steps[SessionRecord]:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import functools
+import json
 import random
+import zlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -142,22 +144,51 @@ def parts_left_forever(store: DynamoDBSessionStore, live: Iterable[str], *, mark
     the store's codec: a part counts as referenced when its sort key names a live snapshot. That
     over-counts (a part of a failed update of a live snapshot counts as referenced) and never
     under-counts, so every part reported is unreferenced for sure. Such a part must carry an expiry
-    (``exp``), or be gone; with ``marked_ok``, a part whose blob a staging marker still names counts
-    as found too (``sweep_staged`` and ``delete_session`` remove it), for a store that held such parts
-    before the operation.
+    (``exp``), or be gone; with ``marked_ok``, a part whose blob a staging marker still names (or that
+    a listing create's marker lists) counts as found too (``sweep_staged`` and ``delete_session``
+    remove it), for a store that held such parts before the operation.
     """
     live = set(live)
-    items = scan(store, "pk, sk, exp")
+    items = scan(store, "pk, sk, exp, ks")
     marked = {item["sk"]["S"][len(MARKER_PREFIX) :] for item in items if item["sk"]["S"].startswith(MARKER_PREFIX)}
+    listed = {sk for item in items for sk in listing(item)["parts"]}
     left = []
     for item in items:
         sk = item["sk"]["S"]
         if not sk.startswith(PART_PREFIX) or "exp" in item:
             continue
         snapshot_id, tag = sk.split("\x1f")[1:3]
-        if snapshot_id in live or (marked_ok and f"{snapshot_id}\x1f{tag}" in marked):
+        if snapshot_id in live or (marked_ok and (f"{snapshot_id}\x1f{tag}" in marked or sk in listed)):
             continue
         left.append(sk)
+    return left
+
+
+def listing(item: dict[str, Any]) -> dict[str, Any]:
+    """What a listing create's marker lists (``ks``: a format byte, then zlib-compressed JSON naming the
+    create ``w``, its snapshot ids and its parts' sort keys; docs/dynamodb.md); nothing for other items."""
+    if "ks" not in item:
+        return {"w": None, "ids": [], "parts": []}
+    found: dict[str, Any] = json.loads(zlib.decompress(item["ks"]["B"][1:]))
+    return found
+
+
+def hidden_items_unlisted(store: DynamoDBSessionStore) -> list[str]:
+    """Ids of snapshot items a listing create wrote ahead of a commit that never landed (their ``cw`` is
+    not their session's head's) that no marker lists any more, so that nothing but a write reusing the
+    id would ever take them back. A reader never sees them; still, there must be none."""
+    items = scan(store, "pk, sk, cw, ks")
+    listed = {i for item in items for i in listing(item)["ids"]}
+    heads = {item["pk"]["S"]: item.get("cw") for item in items if item["sk"]["S"] == "h"}
+    left = []
+    for item in items:
+        if item["sk"]["S"] != "s" or "cw" not in item:
+            continue
+        snapshot_id = item["pk"]["S"].partition("\x1fn\x1f")[2]
+        name = item["cw"]["S"]
+        created_in_session = [pk for pk, cw in heads.items() if cw is not None and cw["S"] == name]
+        if not created_in_session and snapshot_id not in listed:
+            left.append(snapshot_id)
     return left
 
 

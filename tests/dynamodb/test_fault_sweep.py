@@ -29,7 +29,7 @@ import attrs
 import pytest
 
 from genkit_sessions import GenkitError, Status
-from tests.dynamodb.helpers import cold, inject_fault, left_behind, parts_left_forever
+from tests.dynamodb.helpers import cold, hidden_items_unlisted, inject_fault, left_behind, parts_left_forever
 from tests.dynamodb.write_paths import (
     PATHS,
     Path,
@@ -127,6 +127,7 @@ def test_a_fault_at_any_call_of_a_write_reads_as_before_or_after_and_a_rerun_fin
             assert parts_left_forever(store, live(observed, operation), marked_ok=marked_ok) == [], (
                 "the failed write left parts that nothing references forever"
             )
+        assert hidden_items_unlisted(store) == [], "the failed write left snapshot items that nothing lists"
 
         try:
             operation.run()

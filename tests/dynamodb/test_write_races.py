@@ -32,6 +32,7 @@ from genkit_sessions.dynamodb import DynamoDBSessionStore
 from genkit_sessions.stores.protocol import CallOptions
 from tests.dynamodb.helpers import (
     cold,
+    hidden_items_unlisted,
     left_behind,
     noise,
     parts_left_forever,
@@ -42,6 +43,7 @@ from tests.dynamodb.helpers import (
     state_of,
     twin,
 )
+from tests.dynamodb.write_paths import many_snapshots
 from tests.dynamodb_backends import guard_of
 
 StoreFactory = Any
@@ -659,3 +661,97 @@ def test_a_create_with_first_snapshots_racing_a_rival_lands_whole_or_not_at_all(
         assert reader.get_snapshot(snapshot_id="old") is None and reader.get_snapshot(snapshot_id="theirs") is None
     live = readable_ids(store, ["s"])
     assert parts_left_forever(store, live) == [], "the create left parts that nothing references and never expire"
+
+
+# --- a create of more first snapshots than one transaction holds, racing a rival, or its writer dying --------
+
+# Its calls: the head read, the reminder, the bare tombstone naming it, its marker, the parts (5 calls of 25),
+# the snapshot items (two transactions: 100, then 20), the commit.
+_MANY_CALLS = [
+    ("head-read", 0),
+    ("reminder", 1),
+    ("tombstone", 2),
+    ("marker", 3),
+    ("parts", 4),
+    ("first-items", 9),
+    ("last-items", 10),
+    ("commit", 11),
+]
+
+
+def _created_by_items(store: DynamoDBSessionStore) -> list[str]:
+    """Sort keys of every snapshot item that a create of many snapshots wrote ahead of its commit."""
+    return [item["pk"]["S"] for item in scan(store, "pk, sk, cw") if "cw" in item and item["sk"]["S"] == "s"]
+
+
+@pytest.mark.parametrize("index", [i for _, i in _MANY_CALLS], ids=[n for n, _ in _MANY_CALLS])
+@pytest.mark.parametrize("rival", ["create", "delete"])
+def test_a_create_of_more_snapshots_than_a_transaction_holds_racing_a_rival_lands_whole_or_not_at_all(
+    make_dynamo: StoreFactory, index: int, rival: str
+) -> None:
+    store = make_dynamo()
+    other = twin(store)
+    if rival == "delete":  # a session there before, deleted by another instance mid-create
+        store.create_session("s", ttl=timedelta(milliseconds=1), snapshots=[_first("old", "expired")])
+        time.sleep(0.01)
+        action = lambda: _outcome(lambda: other.delete_session("s"))  # noqa: E731
+    else:
+        action = lambda: _outcome(lambda: other.create_session("s", snapshots=[_first("theirs", "rival")]))  # noqa: E731
+    guard_of(store).faults.append(_at_call(index, action))
+    mine = many_snapshots("s", 120)
+    outcome = _outcome(lambda: store.create_session("s", snapshots=mine))
+    guard_of(store).faults.clear()
+    reader = cold(store)
+    leaf = reader.get_snapshot(session_id="s")
+    listed = [s.snapshot_id for s in reader.list_snapshots("s")]
+    by_id = {s.snapshot_id: reader.get_snapshot(snapshot_id=s.snapshot_id) for s in mine}
+    if isinstance(outcome, GenkitError):  # the rival's create won: none of ours is seen, or left
+        assert rival == "create" and outcome.status is Status.ALREADY_EXISTS, outcome
+        assert listed == ["theirs"] and leaf is not None and leaf.snapshot_id == "theirs"
+        assert set(by_id.values()) == {None}
+        assert _created_by_items(store) == []
+    else:  # ours won, whole; a rival create was refused, and the expired session is gone
+        assert sorted(listed) == sorted(s.snapshot_id for s in mine) and leaf is not None and leaf.snapshot_id == "m119"
+        assert all(by_id[s.snapshot_id] is not None and by_id[s.snapshot_id].state == s.state for s in mine)  # type: ignore[union-attr]
+        assert outcome.version == reader.get_session_record("s").version >= 120  # on from a deleted session's
+        assert reader.get_snapshot(snapshot_id="old") is None and reader.get_snapshot(snapshot_id="theirs") is None
+    assert parts_left_forever(store, readable_ids(store, ["s"])) == []
+    assert hidden_items_unlisted(store) == []
+
+
+def test_a_create_of_many_snapshots_whose_writer_died_before_its_commit_never_shows_them_and_frees_their_ids(
+    make_dynamo: StoreFactory,
+) -> None:
+    """The writer dies with every snapshot item written and the commit unsent. The items name a create that
+    never committed: a session created under the same id afterwards (its head keeps the dead create named)
+    lists none of them and none reads by id, and a later write of one of their ids takes the dead create
+    back and lands."""
+    store = make_dynamo()
+
+    def die(op: str, params: dict[str, Any]) -> None:
+        if op == "TransactWriteItems" and any(
+            "Put" in a and a["Put"]["Item"]["sk"]["S"] == "h" for a in params["TransactItems"]
+        ):
+            raise _Killed
+
+    guard_of(store).faults.append(die)
+    with pytest.raises(_Killed):
+        store.create_session("s", snapshots=many_snapshots("s", 120))
+    guard_of(store).faults.clear()
+    assert len(_created_by_items(store)) == 120
+
+    later = cold(store)
+    later.create_session("s", snapshots=[_first("theirs", "a new session under the id")])
+    assert [s.snapshot_id for s in later.list_snapshots("s")] == ["theirs"]
+    assert [later.get_snapshot(snapshot_id=f"m{i}") for i in (0, 57, 119)] == [None, None, None]
+    assert later.get_snapshot(session_id="s").snapshot_id == "theirs"  # type: ignore[union-attr]
+
+    saved = save_new(later, "m57", state_of("elsewhere", ["the id taken by a new write"]))
+    assert later.get_snapshot(snapshot_id="m57") == saved
+    assert _created_by_items(store) == []  # the dead create was taken back whole
+    assert [s.snapshot_id for s in cold(store).list_snapshots("s")] == ["theirs"]
+    assert parts_left_forever(store, readable_ids(store, ["s", "elsewhere"])) == []
+
+
+class _Killed(BaseException):
+    """The writer's process ends at this call: nothing of the store's runs after it."""

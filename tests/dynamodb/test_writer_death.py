@@ -29,6 +29,7 @@ from tests.dynamodb.helpers import (
     MARKER_PREFIX,
     PART_PREFIX,
     cold,
+    hidden_items_unlisted,
     left_behind,
     parts_left_forever,
     readable_ids,
@@ -279,5 +280,6 @@ def test_a_writer_dying_before_any_call_reads_as_before_or_after_and_leaves_noth
             return
         assert parts_left_forever(reader, readable_ids(reader, ["s"])) == [], "the dead writer's parts stayed"
         assert _markers(reader) == [], "the dead writer's staging marker stayed"
+        assert hidden_items_unlisted(reader) == [], "the dead writer's snapshot items stayed"
     finally:
         drop(store)

@@ -358,9 +358,39 @@ class _CreateWithALargeFirstSnapshot(Operation):
             return await self.worker.aio.get_session_record("s")
 
 
+class _CreateWithManySnapshots(_CreateWithALargeFirstSnapshot):
+    """A session created with more first snapshots than one transaction holds (an import): their items are
+    written ahead of the commit, 100 to a transaction, and only the commit makes them visible."""
+
+    def act(self, face: Any) -> Any:
+        return face.create_session("s", metadata={"principal": "p"}, snapshots=many_snapshots("s", 120))
+
+
+def many_snapshots(session_id: str, count: int) -> list[SessionSnapshot]:
+    """A chain of ``count`` small snapshots ``m0`` to ``m<count-1>`` of one session."""
+    return [
+        SessionSnapshot(
+            snapshot_id=f"m{i}",
+            parent_id=f"m{i - 1}" if i else None,
+            session_id=session_id,
+            state=state_of(session_id, [f"turn {i}"]),
+        )
+        for i in range(count)
+    ]
+
+
 PATHS = [
     Path("staged-write", _no_setup, _StagedWrite, ("big",)),
     Path("create-staged", _no_setup, _CreateWithALargeFirstSnapshot, ("big", "c"), every_call=False, record=True),
+    # m99 and m100 sit on either side of the first transaction of items.
+    Path(
+        "create-many",
+        _no_setup,
+        _CreateWithManySnapshots,
+        ("m0", "m99", "m100", "m119"),
+        every_call=False,
+        record=True,
+    ),
     Path("staged-child", _one_turn, _StagedChild, ("a", "big"), every_call=False),
     Path("staged-update", _pending, _StagedUpdate, ("a", "p"), every_call=False),
     Path("turn-end", _chat, _TurnEnd, ("a", "b", "c"), dynamic=("turn",)),
@@ -446,7 +476,9 @@ def live(view: dict[str, Any], operation: Operation) -> set[str]:
     """The ids of the snapshots that read, in a view that reads as before or as after (so every snapshot
     of the session read, and the path names them all)."""
     chosen = operation.ids()
-    return {chosen.get(name, name) for name, value in view["by id"].items() if isinstance(value, SessionSnapshot)}
+    read = {chosen.get(name, name) for name, value in view["by id"].items() if isinstance(value, SessionSnapshot)}
+    listed = view["list"] if isinstance(view["list"], list) else []
+    return read | {chosen.get(s.snapshot_id, s.snapshot_id) for s in listed if isinstance(s, SessionSnapshot)}
 
 
 def brief(value: Any) -> str:
