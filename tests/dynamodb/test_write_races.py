@@ -627,13 +627,9 @@ _CALLS = [("small", "head-read", 0), ("small", "transaction", 1)] + [
 ]
 
 
-@pytest.mark.parametrize(
-    ("size", "index"), [(size, i) for size, _, i in _CALLS], ids=[f"{s}-{n}" for s, n, _ in _CALLS]
-)
-@pytest.mark.parametrize("rival", ["create", "delete"])
-def test_a_create_with_first_snapshots_racing_a_rival_lands_whole_or_not_at_all(
-    make_dynamo: StoreFactory, size: str, index: int, rival: str
-) -> None:
+def _with_a_rival(make_dynamo: StoreFactory, rival: str, index: int) -> DynamoDBSessionStore:
+    """A store whose call at ``index`` first lets another instance create session "s" (``rival="create"``)
+    or delete it (``"delete"``: an expired session "s" is there before)."""
     store = make_dynamo()
     other = twin(store)
     if rival == "delete":  # a session there before, deleted by another instance mid-create
@@ -643,6 +639,17 @@ def test_a_create_with_first_snapshots_racing_a_rival_lands_whole_or_not_at_all(
     else:
         action = lambda: _outcome(lambda: other.create_session("s", snapshots=[_first("theirs", "rival")]))  # noqa: E731
     guard_of(store).faults.append(_at_call(index, action))
+    return store
+
+
+@pytest.mark.parametrize(
+    ("size", "index"), [(size, i) for size, _, i in _CALLS], ids=[f"{s}-{n}" for s, n, _ in _CALLS]
+)
+@pytest.mark.parametrize("rival", ["create", "delete"])
+def test_a_create_with_first_snapshots_racing_a_rival_lands_whole_or_not_at_all(
+    make_dynamo: StoreFactory, size: str, index: int, rival: str
+) -> None:
+    store = _with_a_rival(make_dynamo, rival, index)
     root = _first("a", "mine") if size == "small" else SessionSnapshot(snapshot_id="a", state=six_megabytes())
     outcome = _outcome(lambda: store.create_session("s", snapshots=[root, _first("b", "mine too")]))
     guard_of(store).faults.clear()
@@ -689,15 +696,7 @@ def _created_by_items(store: DynamoDBSessionStore) -> list[str]:
 def test_a_create_of_more_snapshots_than_a_transaction_holds_racing_a_rival_lands_whole_or_not_at_all(
     make_dynamo: StoreFactory, index: int, rival: str
 ) -> None:
-    store = make_dynamo()
-    other = twin(store)
-    if rival == "delete":  # a session there before, deleted by another instance mid-create
-        store.create_session("s", ttl=timedelta(milliseconds=1), snapshots=[_first("old", "expired")])
-        time.sleep(0.01)
-        action = lambda: _outcome(lambda: other.delete_session("s"))  # noqa: E731
-    else:
-        action = lambda: _outcome(lambda: other.create_session("s", snapshots=[_first("theirs", "rival")]))  # noqa: E731
-    guard_of(store).faults.append(_at_call(index, action))
+    store = _with_a_rival(make_dynamo, rival, index)
     mine = many_snapshots("s", 120)
     outcome = _outcome(lambda: store.create_session("s", snapshots=mine))
     guard_of(store).faults.clear()
