@@ -105,10 +105,21 @@ def delete_session(engine: Engine, tenant: str, session_id: str) -> Steps[int]:
             engine.table,
             [{"DeleteRequest": {"Key": k}} for k in index_keys(engine, tenant, session_id, head.item or {})],
         )
-        # Parts a writer staged after the first Query: its commit cannot land on the tombstone.
-        late = yield from query_partition(engine.table, keys.session_pk(tenant, session_id), "pk, sk, ks")
-        yield from _take_back_listings(engine, tenant, late)
-        yield from batch_write(engine.table, [delete_request(r) for r in late if r["sk"]["S"] != keys.HEAD_SK])
+        # Parts a writer staged after the first Query: its commit cannot land on the tombstone. Only while
+        # the head is still this deletion's: another deletion may have finished the job meanwhile and a new
+        # session started under the id, whose parts and markers this must not touch. The partition's rows
+        # come in key order, so those before the head (parts, markers) were read while it still said so.
+        late = yield from query_partition(
+            engine.table,
+            keys.session_pk(tenant, session_id),
+            "#pk, #sk, #ks, #hv, #del",
+            {"#pk": "pk", "#sk": "sk", "#ks": "ks", "#hv": "hv", "#del": "del"},
+        )
+        still = Head.of(next((r for r in late if r["sk"]["S"] == keys.HEAD_SK), None))
+        if still.deleting and still.version == token:
+            before_head = [r for r in late if r["sk"]["S"] < keys.HEAD_SK]
+            yield from _take_back_listings(engine, tenant, before_head)
+            yield from batch_write(engine.table, [delete_request(r) for r in before_head])
         # The bare tombstone and the entry's removal in one transaction, so the entry goes exactly when the
         # deletion is done. Cancelled: another deletion of the same session took over and finishes the job.
         last = _head.final_tombstone(engine, tenant, session_id, token, head.session_version)

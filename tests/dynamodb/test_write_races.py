@@ -754,3 +754,37 @@ def test_a_create_of_many_snapshots_whose_writer_died_before_its_commit_never_sh
 
 class _Killed(BaseException):
     """The writer's process ends at this call: nothing of the store's runs after it."""
+
+
+# --- a slow deletion, finished by another instance, and a new session under the id before it looks again -----
+
+
+def test_a_slow_deletion_finished_by_another_instance_leaves_a_new_session_under_the_id_whole(
+    make_dynamo: StoreFactory,
+) -> None:
+    """Two instances delete one session; the second finishes the job (on the first's tombstone token) while
+    the first is between its deletes and its last look for parts staged late, and a new session is created
+    under the id, its first snapshot's blob stored as parts in the session's partition. The first deletion's
+    last look must leave the new session's parts alone: it reads whole, and nothing of the old one is left."""
+    store = make_dynamo()
+    save_new(store, "old", state_of("s", ["to be deleted"]))
+    other = twin(store)
+    big = state_of("s", [noise(random.Random(4), 200_000)])  # about 150 KB compressed: stored as parts
+    queries = [0]
+
+    def finish_it_and_start_anew(op: str, params: dict[str, Any]) -> None:
+        if op == "Query":
+            queries[0] += 1
+            if queries[0] == 3:  # the deletion's look for parts staged late (its Query before the tombstone is 1)
+                assert other.delete_session("s") == 0  # the job finished on this deletion's token
+                save_new(other, "new", big)
+
+    guard_of(store).faults.append(finish_it_and_start_anew)
+    store.delete_session("s")
+    guard_of(store).faults.clear()
+    assert queries[0] >= 3, "the deletion made fewer Queries than expected"
+    reader = cold(store)
+    new = reader.get_snapshot(snapshot_id="new")
+    assert new is not None and new.state == big
+    assert [s.snapshot_id for s in reader.list_snapshots("s")] == ["new"]
+    assert reader.get_snapshot(snapshot_id="old") is None

@@ -299,16 +299,41 @@ ATTEMPTS = 4
 """Creates of session "f" each large-creator process tries."""
 
 
-def _large_creator_process(endpoint: str, table: str, writer: int, attempts: int, results: Any, done: Any) -> None:
-    """Creates session "f" with a first snapshot past one transaction (its blob staged) and a child, again
+def _first_snapshots(kind: str, tag: str) -> list[SessionSnapshot]:
+    """What a large creator creates session "f" with: a first snapshot past one transaction (its blob
+    staged) and a child (``kind="staged"``), or more snapshots than one transaction holds (``"many"``)."""
+    import random
+
+    from tests.dynamodb.helpers import noise
+
+    if kind == "many":
+        return [
+            SessionSnapshot(
+                snapshot_id=f"{tag}-m{i}",
+                parent_id=f"{tag}-m{i - 1}" if i else None,
+                state=SessionState(messages=(Message.of_text("user", f"{tag} turn {i}"),)),
+            )
+            for i in range(MANY)
+        ]
+    big = SessionState(messages=(Message.of_text("user", f"{tag} " + noise(random.Random(tag), 3_500_000)),))
+    root = SessionSnapshot(snapshot_id=f"{tag}-root", state=big)
+    return [root, SessionSnapshot(snapshot_id=f"{tag}-child", parent_id=f"{tag}-root", state=SessionState())]
+
+
+MANY = 120
+"""First snapshots of a "many" create: more than one transaction holds."""
+
+
+def _large_creator_process(
+    endpoint: str, table: str, kind: str, writer: int, attempts: int, results: Any, done: Any
+) -> None:
+    """Creates session "f" with first snapshots past one transaction (see :func:`_first_snapshots`), again
     and again; writer -1 deletes "f" every few milliseconds until the others are done. Reports each
     attempt's outcome."""
     import random
     import time
 
     import boto3
-
-    from tests.dynamodb.helpers import noise
 
     client = boto3.client("dynamodb", region_name="us-east-1", endpoint_url=endpoint, **CREDENTIALS)
     store = DynamoDBSessionStore(table, client)
@@ -321,26 +346,26 @@ def _large_creator_process(endpoint: str, table: str, writer: int, attempts: int
         return
     for attempt in range(attempts):
         tag = f"w{writer}-{attempt}"
-        big = SessionState(messages=(Message.of_text("user", f"{tag} " + noise(random.Random(tag), 3_500_000)),))
-        root = SessionSnapshot(snapshot_id=f"{tag}-root", state=big)
-        child = SessionSnapshot(snapshot_id=f"{tag}-child", parent_id=f"{tag}-root", state=SessionState())
         try:
-            store.create_session("f", snapshots=[root, child])
+            store.create_session("f", snapshots=_first_snapshots(kind, tag))
             outcomes.append((tag, "created", ""))
         except GenkitError as exc:
             outcomes.append((tag, exc.status.value, exc.message))
     results.put((writer, outcomes))
 
 
-def test_large_creates_and_deletes_of_one_session_in_separate_processes_land_whole_or_leave_nothing() -> None:
-    from tests.dynamodb.helpers import parts_left_forever
+@pytest.mark.parametrize("kind", ["staged", "many"])
+def test_large_creates_and_deletes_of_one_session_in_separate_processes_land_whole_or_leave_nothing(
+    kind: str,
+) -> None:
+    from tests.dynamodb.helpers import hidden_items_unlisted, parts_left_forever
 
     endpoint, client, table = _new_table("large")
     context = multiprocessing.get_context("spawn")
     results = context.Queue()
     done = context.Event()
     workers = [
-        context.Process(target=_large_creator_process, args=(endpoint, table, n, ATTEMPTS, results, done))
+        context.Process(target=_large_creator_process, args=(endpoint, table, kind, n, ATTEMPTS, results, done))
         for n in (-1, 0, 1)
     ]
     for process in workers:
@@ -360,16 +385,21 @@ def test_large_creates_and_deletes_of_one_session_in_separate_processes_land_who
     reader = DynamoDBSessionStore(table, client)
     listed = [s.snapshot_id for s in reader.list_snapshots("f")]
     record = reader.get_session_record("f")
-    every_id = [f"w{n}-{a}-{kind}" for n in (0, 1) for a in range(ATTEMPTS) for kind in ("root", "child")]
+    tags = [f"w{n}-{a}" for n in (0, 1) for a in range(ATTEMPTS)]
+    every_id = [s.snapshot_id for tag in tags for s in _first_snapshots(kind, tag)]
     readable = {i for i in every_id if reader.get_snapshot(snapshot_id=i) is not None}
     if record is None:  # a deletion came last: nothing of any create reads
         assert listed == [] and readable == set(), (listed, readable)
-    else:  # the create that came last reads whole: its root (equal to what it wrote) and its child, nothing else
-        assert len(listed) == 2 and listed[0].rsplit("-", 1)[0] in created, (listed, outcomes)
+    else:  # the create that came last reads whole, equal to what it wrote, and nothing else does
         tag = listed[0].rsplit("-", 1)[0]
-        assert sorted(listed) == [f"{tag}-child", f"{tag}-root"] and readable == set(listed)
-        root = reader.get_snapshot(snapshot_id=f"{tag}-root")
-        assert root is not None and root.state is not None and root.state.message_list[0].text.startswith(f"{tag} ")
-        assert record.version == 2 and record.leaf_id == f"{tag}-child"
+        assert tag in created, (listed, outcomes)
+        mine = _first_snapshots(kind, tag)
+        assert sorted(listed) == sorted(s.snapshot_id for s in mine) and readable == set(listed)
+        for snapshot in mine:
+            stored = reader.get_snapshot(snapshot_id=snapshot.snapshot_id)
+            assert stored is not None and stored.state is not None and snapshot.state is not None
+            assert stored.state.message_list == snapshot.state.message_list
+        assert record.version % len(mine) == 0 and record.leaf_id == mine[-1].snapshot_id
     store = DynamoDBSessionStore(table, client)
     assert parts_left_forever(store, readable) == [], "a create left parts that nothing references and never expire"
+    assert hidden_items_unlisted(store) == [], "a create left snapshot items that nothing lists"
