@@ -38,6 +38,7 @@ from genkit_sessions.dynamodb._commit import (
     transact_surely,
 )
 from genkit_sessions.dynamodb._engine import Engine
+from genkit_sessions.dynamodb._expressions import eq, not_exists, render
 from genkit_sessions.dynamodb._items import (
     Head,
     dedupe,
@@ -49,7 +50,7 @@ from genkit_sessions.dynamodb._items import (
     put_action,
     status_attributes,
 )
-from genkit_sessions.dynamodb._reads import decode_item, members
+from genkit_sessions.dynamodb._reads import Member, decode_item, members
 from genkit_sessions.errors import GenkitError, Status
 from genkit_sessions.model.types import SessionSnapshot
 from genkit_sessions.stores.write_rules import leaf_of, restorable, restore_order
@@ -97,7 +98,7 @@ def delete_session(engine: Engine, tenant: str, session_id: str) -> Steps[int]:
         token = head.version or token  # another deletion may have re-marked it: finish the job on its token
         entry["sk"] = (head.item or {}).get("rmd", entry["sk"])  # and the entry it names
         found = yield from members(engine, tenant, session_id, member_ids(rows))
-        yield from batch_write(engine.table, [{"DeleteRequest": {"Key": keys.snapshot_key(tenant, s)}} for s in found])
+        yield from _delete_members(engine, tenant, found)
         yield from _take_back_listings(engine, tenant, rows)  # a create's items, written ahead of its commit
         engine.forget(tenant, found)
         yield from batch_write(engine.table, [delete_request(r) for r in rows if r["sk"]["S"] != keys.HEAD_SK])
@@ -132,6 +133,26 @@ def delete_session(engine: Engine, tenant: str, session_id: str) -> Steps[int]:
         f"session {session_id!r} kept changing under concurrent writers through {_ROUNDS} attempts to delete it "
         f"on DynamoDB table {engine.table!r}; stop its writers, then delete it again",
     )
+
+
+def _delete_members(engine: Engine, tenant: str, found: Mapping[str, Member]) -> Steps[None]:
+    """Delete the snapshot items of a session being deleted, each on its item version as read (100 to a
+    transaction; one by one when a transaction is refused): another instance may finish this deletion
+    and a new session write an item under one of the ids before this pass gets there, and that item
+    stays. An item gone already (the other instance's pass) is simply skipped."""
+    actions = []
+    for snapshot_id, (item, _) in found.items():
+        condition = eq("v", item["v"]) if "v" in item else not_exists("v")  # a new item always has one
+        key = keys.snapshot_key(tenant, snapshot_id)
+        actions.append({"Delete": {"TableName": engine.table, "Key": key, **render(condition=condition)}})
+    for start in range(0, len(actions), MAX_TRANSACTION_ACTIONS):
+        chunk = actions[start : start + MAX_TRANSACTION_ACTIONS]
+        try:
+            yield from transact_surely(engine, chunk)
+        except Cancelled:
+            for action in chunk:
+                with contextlib.suppress(Cancelled):
+                    yield from write_one(engine.table, action)
 
 
 def _take_back_listings(engine: Engine, tenant: str, rows: list[dict[str, Any]]) -> Steps[None]:

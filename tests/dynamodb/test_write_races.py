@@ -788,3 +788,33 @@ def test_a_slow_deletion_finished_by_another_instance_leaves_a_new_session_under
     assert new is not None and new.state == big
     assert [s.snapshot_id for s in reader.list_snapshots("s")] == ["new"]
     assert reader.get_snapshot(snapshot_id="old") is None
+
+
+def test_a_slow_deletion_finished_by_another_instance_leaves_a_snapshot_written_again_under_a_member_id(
+    make_dynamo: StoreFactory,
+) -> None:
+    """As above, but the new session is created between the slow deletion's reading of the members and its
+    deleting them, and its first snapshot reuses the id of a member of the deleted session: that snapshot is
+    the new session's now, and the slow deletion's pass leaves it."""
+    store = make_dynamo()
+    save_new(store, "a", state_of("s", ["to be deleted"]))
+    save_new(store, "b", state_of("s", ["to be deleted", "this too"]), "a")
+    other = twin(store)
+    again = state_of("s", ["a new session, its root under an old id"])
+    seen: list[str] = []
+
+    def finish_it_and_start_anew(op: str, params: dict[str, Any]) -> None:
+        if seen[-1:] == ["BatchGetItem"]:  # the members were read: their deletion comes next
+            other.delete_session("s")  # the job finished on this deletion's token
+            save_new(other, "a", again)
+        seen.append(op)
+
+    guard_of(store).faults.append(finish_it_and_start_anew)
+    store.delete_session("s")
+    guard_of(store).faults.clear()
+    assert "BatchGetItem" in seen[:-1], f"the deletion read no members: {seen}"
+    reader = cold(store)
+    stored = reader.get_snapshot(snapshot_id="a")
+    assert stored is not None and stored.state == again
+    assert [s.snapshot_id for s in reader.list_snapshots("s")] == ["a"]
+    assert reader.get_snapshot(snapshot_id="b") is None
