@@ -87,6 +87,7 @@ class Reason(str, enum.Enum):
     SESSION_EXISTS = "SESSION_EXISTS"
     SESSION_NOT_FOUND = "SESSION_NOT_FOUND"
     VERSION_CONFLICT = "VERSION_CONFLICT"
+    RESTORE_TOO_LARGE = "RESTORE_TOO_LARGE"
 
     def __str__(self) -> str:
         return self.value

@@ -293,18 +293,27 @@ def restored(
     created_at: str | None,
     cyclic: int,
     added: int,
+    listed: Staging | None = None,
 ) -> dict[str, Any]:
     """The head after a restore, replacing the one read (on its exact version, so a turn that lands
-    in between makes the restore read again instead of dropping it)."""
+    in between makes the restore read again instead of dropping it). The staged writes the head read
+    names stay named; ``listed``, the restore's own write ahead of this commit (``_listed``), goes from
+    ``stg`` to ``cw``, so its items show from this commit on."""
     if read.deleting:
         raise _being_deleted(session_id)
     base = read.item if read.alive and read.item is not None else {}
     head: dict[str, Any] = {
         **keys.head_key(tenant, session_id),
-        **{name: base[name] for name in (*_RECORD_ATTRIBUTES, STAGED) if name in base and name != "exp"},
+        **{name: base[name] for name in _RECORD_ATTRIBUTES if name in base and name != "exp"},
         "hv": {"S": engine.token()},
         "sv": {"N": str(read.session_version + added)},
     }
+    staged = _carried_staged(read.item, () if listed is None else (listed,))
+    if staged is not None:
+        head[STAGED] = staged
+    if listed is not None:  # a set: the head may name a create's items already, and other restores'
+        named = head.get(CREATED_BY, {})
+        head[CREATED_BY] = {"SS": sorted({*named.get("SS", ()), *([named["S"]] if "S" in named else []), listed.blob})}
     if ids:  # DynamoDB refuses an empty set: a head whose members all moved away lists none, as a new one
         head["ids"] = id_list(ids)
     if created_at is not None and ("ca" not in head or created_at < head["ca"]["S"]):

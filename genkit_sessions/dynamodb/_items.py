@@ -44,8 +44,9 @@ __all__ = [
 
 ITEM_LIMIT = 400 * 1024
 CREATED_BY = "cw"
-"""The create that wrote a snapshot item, when a create of more first snapshots than one transaction holds
-wrote it ahead of its commit; its session's head names the same create once that commit landed."""
+"""On a snapshot item, the write (a create of many first snapshots, or a restore past one transaction) that
+wrote it ahead of its commit; on a head, the writes whose items it shows (a string, or a string set once a
+restore added its own), named once their commit landed."""
 PAGE_BYTES = 300 * 1024
 """A member page holds ids up to this many bytes, so it stays under the 400 KB item limit whatever the ids."""
 
@@ -241,7 +242,12 @@ def delete_request(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def hidden(item: Mapping[str, Any], head: Mapping[str, Any] | None) -> bool:
-    """Whether a snapshot item stays out of sight: one written ahead of a create's commit, while its
-    session's head does not name that create (the commit has not landed, or never will), reads as absent."""
+    """Whether a snapshot item stays out of sight: one written ahead of a commit (a create's or a
+    restore's, ``_listed``) reads as absent while its session's head does not name that write in ``cw``
+    (a string, or a set of them once a restore added to the session): the commit has not landed, or
+    never will."""
     created_by = item.get(CREATED_BY)
-    return created_by is not None and (head or {}).get(CREATED_BY) != created_by
+    if created_by is None:
+        return False
+    named = (head or {}).get(CREATED_BY, {})
+    return created_by["S"] not in named.get("SS", ()) and created_by != named

@@ -26,13 +26,24 @@ import attrs
 
 from genkit_sessions.dynamodb import _head
 from genkit_sessions.dynamodb import _keys as keys
-from genkit_sessions.dynamodb._calls import Cancelled, Steps, batch_get, batch_write, call, query_partition, write_one
+from genkit_sessions.dynamodb._calls import (
+    Abandoned,
+    Cancelled,
+    Steps,
+    batch_get,
+    batch_write,
+    call,
+    query_partition,
+    write_one,
+)
 from genkit_sessions.dynamodb._codec import Recipe, plan_state_steps
 from genkit_sessions.dynamodb._commit import (
     MAX_TRANSACTION_ACTIONS,
     blob_part_items,
     new_blob,
+    outcome_unknown,
     record_bytes,
+    take_back_creation,
     take_back_listed,
     take_back_staged,
     transact_surely,
@@ -40,9 +51,10 @@ from genkit_sessions.dynamodb._commit import (
 from genkit_sessions.dynamodb._engine import Engine
 from genkit_sessions.dynamodb._expressions import eq, not_exists, render
 from genkit_sessions.dynamodb._items import (
+    CREATED_BY,
     Head,
-    dedupe,
     delete_request,
+    hidden,
     id_list,
     item_size,
     member_ids,
@@ -50,9 +62,12 @@ from genkit_sessions.dynamodb._items import (
     put_action,
     status_attributes,
 )
-from genkit_sessions.dynamodb._reads import Member, decode_item, members
-from genkit_sessions.errors import GenkitError, Status
+from genkit_sessions.dynamodb._listed import Listing, fits, give_back, new_listing, write_ahead
+from genkit_sessions.dynamodb._reads import Member, decode_item, list_snapshots, members
+from genkit_sessions.errors import GenkitError, Reason, Status
+from genkit_sessions.model.frozen_json import strict_equal
 from genkit_sessions.model.types import SessionSnapshot
+from genkit_sessions.model.wire import to_wire
 from genkit_sessions.stores.write_rules import leaf_of, restorable, restore_order
 
 __all__ = ["delete_session", "index_keys", "restore", "snapshot_item", "sweep_staged"]
@@ -212,68 +227,253 @@ def sweep_staged(engine: Engine, tenant: str, session_id: str, older_than: int) 
     return swept
 
 
+@attrs.frozen
+class _Restoring:
+    """What a restore writes, as planned on one read of the heads and items it meets."""
+
+    entries: dict[str, tuple[str, list[dict[str, Any]], dict[str, Any], bool]]
+    """By snapshot id (the last of a batch that repeats one): its session, blob parts, item, and whether
+    an item was stored under the id."""
+    restored: dict[str, dict[str, tuple[SessionSnapshot, Recipe, dict[str, Any]]]]
+    touched: list[str]
+    """The sessions whose heads change: those restored into, and those a snapshot moves out of."""
+    heads: dict[str, Head]
+
+
 def restore(engine: Engine, tenant: str, snapshots: Iterable[SessionSnapshot]) -> Steps[int]:
     """S11: store snapshots verbatim (no stamping, no rule checks) and recompute each touched head.
 
     A restore that fits one transaction (100 actions, 4 MB: a few small sessions) is one: its items
-    and every touched head land together, on the head versions read, or not at all. A larger one
-    writes its items in batches, then each head on the version read; a failure part-way leaves some
-    written, and running it again completes it."""
+    and every touched head land together, on the head versions read, or not at all. A larger one writes
+    its new items and all blob parts ahead of one commit, out of sight until it lands (``_listed``): the
+    touched heads, member pages, the items it writes over stored ones and the release of its markers.
+    One whose commit would not fit a transaction is refused, before anything is written, with
+    INVALID_ARGUMENT, reason RESTORE_TOO_LARGE."""
     checked = [restorable(snapshot) for snapshot in snapshots]
+    for _ in range(_ROUNDS):
+        plan = yield from _plan_restore(engine, tenant, checked)
+        moved = {i for ids in plan.restored.values() for i in ids}
+        writes = [w for _, parts, item, _ in plan.entries.values() for w in (*parts, item)]
+        done = False
+        if len(writes) + 3 * len(plan.touched) <= MAX_TRANSACTION_ACTIONS and sum(map(item_size, writes)) <= _ONE_GO:
+            done = yield from _restore_at_once(engine, tenant, plan, writes, moved)
+        if not done:
+            done = yield from _restore_listed(engine, tenant, plan, moved)
+        if done:
+            engine.forget(tenant, moved)
+            for session_id in plan.touched:
+                engine.see_head(tenant, session_id, None)
+            return len(checked)
+    raise GenkitError(
+        Status.ABORTED,
+        f"the sessions of a restore kept changing under concurrent writers on DynamoDB table {engine.table!r}; "
+        "run the restore again",
+    )
+
+
+def _plan_restore(engine: Engine, tenant: str, checked: list[tuple[SessionSnapshot, str]]) -> Steps[_Restoring]:
+    """What the batch meets, read in BatchGetItems of 100 keys (each session's head, and each snapshot as
+    stored: its item version, and the session it may move from), and what the restore writes over it."""
     expires = engine.now_epoch() + int(engine.settings.ttl.total_seconds()) if engine.settings.ttl else None
-    # What the batch meets, read in BatchGetItems of 100 keys: each session's head, and each snapshot
-    # as stored (its item version, and the session it may move from).
     sessions = list(dict.fromkeys(session_id for _, session_id in checked))
     head_keys = [keys.head_key(tenant, session_id) for session_id in sessions]
     item_keys = [keys.snapshot_key(tenant, snapshot.snapshot_id) for snapshot, _ in checked]
     stored = yield from batch_get(engine.table, [*head_keys, *item_keys])
-    for session_id, head_key in zip(sessions, head_keys, strict=True):
-        head_item = stored.get((head_key["pk"]["S"], head_key["sk"]["S"]))
-        if Head.of(head_item).deleting:
+    found = {
+        s.snapshot_id: stored.get((k["pk"]["S"], k["sk"]["S"])) for (s, _), k in zip(checked, item_keys, strict=True)
+    }
+    if (yield from _take_back_hidden(engine, tenant, {i: item for i, item in found.items() if item is not None})):
+        stored = yield from batch_get(engine.table, [*head_keys, *item_keys])  # those ids are free again
+    heads = {s: Head.of(stored.get((k["pk"]["S"], k["sk"]["S"]))) for s, k in zip(sessions, head_keys, strict=True)}
+    for session_id, head in heads.items():
+        if head.deleting:
             raise GenkitError(
                 Status.FAILED_PRECONDITION,
                 f"session {session_id!r} is being deleted, or a deletion stopped part-way; "
                 "run delete_session again, then restore",
             )
-    writes: list[dict[str, Any]] = []
+    entries: dict[str, tuple[str, list[dict[str, Any]], dict[str, Any], bool]] = {}
     restored: dict[str, dict[str, tuple[SessionSnapshot, Recipe, dict[str, Any]]]] = {}
-    touched: set[str] = set()
+    touched: dict[str, None] = {}
     for (snapshot, session_id), item_key in zip(checked, item_keys, strict=True):
         previous = stored.get((item_key["pk"]["S"], item_key["sk"]["S"]))
         old_session = _session_of_item(engine, previous, snapshot.snapshot_id)
         if old_session is not None and old_session != session_id:
-            touched.add(old_session)
+            touched[old_session] = None
         parts, item, recipe = yield from snapshot_item(engine, tenant, session_id, snapshot, previous, expires)
-        writes += [*parts, item]
-        touched.add(session_id)
+        entries.pop(snapshot.snapshot_id, None)
+        entries[snapshot.snapshot_id] = (session_id, parts, item, previous is not None)
+        touched[session_id] = None
         for other in restored.values():
             other.pop(snapshot.snapshot_id, None)
         restored.setdefault(session_id, {})[snapshot.snapshot_id] = (snapshot, recipe, item)
-    writes = [r["PutRequest"]["Item"] for r in dedupe([{"PutRequest": {"Item": w}} for w in writes])]
-    moved = {i for ids in restored.values() for i in ids}
-    if len(writes) + 3 * len(touched) <= MAX_TRANSACTION_ACTIONS and sum(item_size(w) for w in writes) <= _ONE_GO:
-        for _ in range(engine.settings.max_attempts):
-            actions = [put_action(engine.table, w) for w in writes]
-            for session_id in sorted(touched):
-                actions += yield from _head_actions(engine, tenant, session_id, restored.get(session_id, {}), moved)
-            if len(actions) > MAX_TRANSACTION_ACTIONS:
-                break  # the sessions' member pages do not fit beside the items: write in batches
-            try:
-                yield from transact_surely(engine, actions)
-            except Cancelled as cancelled:
-                landed = cancelled.after_lost_answer and (yield from _heads_written(engine, actions))
-                if not landed:
-                    continue  # a turn landed in a touched session since it was read: read again
-            engine.forget(tenant, moved)
-            for session_id in touched:
-                engine.see_head(tenant, session_id, None)
-            return len(checked)
-    for start in range(0, len(writes), 100):
-        yield from batch_write(engine.table, [{"PutRequest": {"Item": w}} for w in writes[start : start + 100]])
-    engine.forget(tenant, moved)
-    for session_id in sorted(touched):
-        yield from _recompute_head(engine, tenant, session_id, restored.get(session_id, {}), moved)
-    return len(checked)
+    return _Restoring(entries, restored, sorted(touched), heads)
+
+
+def _take_back_hidden(engine: Engine, tenant: str, found: dict[str, dict[str, Any]]) -> Steps[bool]:
+    """Items in a restore's way that a write ahead of a commit left out of sight (a create's or restore's
+    that never landed: a rerun after an outage meets its own) are taken back, as a write of one of their
+    ids takes them back, so the restore writes those ids as new. True when any was."""
+    named = {i: (item, _session_of_item(engine, item, i)) for i, item in found.items() if CREATED_BY in item}
+    homes = {session_id for _, session_id in named.values() if session_id is not None}
+    read = yield from batch_get(engine.table, [keys.head_key(tenant, session_id) for session_id in homes])
+    taken: set[str] = set()
+    for snapshot_id, (item, session_id) in named.items():
+        if session_id is None:
+            continue
+        key = keys.head_key(tenant, session_id)
+        head = Head.of(read.get((key["pk"]["S"], key["sk"]["S"])))
+        name = item[CREATED_BY]["S"]
+        if not hidden(item, head.item):
+            continue
+        if name in taken:  # its write was taken back whole with the first of its items: this one went too
+            drop = {"Delete": {"TableName": engine.table, "Key": keys.snapshot_key(tenant, snapshot_id)}}
+            with contextlib.suppress(Cancelled):
+                yield from write_one(
+                    engine.table, {"Delete": {**drop["Delete"], **render(condition=eq(CREATED_BY, item[CREATED_BY]))}}
+                )
+            continue
+        yield from take_back_creation(engine, tenant, session_id, head, name, snapshot_id)
+        taken.add(name)
+    return bool(taken)
+
+
+def _restore_at_once(
+    engine: Engine, tenant: str, plan: _Restoring, writes: list[dict[str, Any]], moved: set[str]
+) -> Steps[bool]:
+    """A restore in one TransactWriteItems; False when the sessions' member pages do not fit beside its
+    items, or the touched heads kept moving."""
+    for _ in range(engine.settings.max_attempts):
+        actions = [put_action(engine.table, w) for w in writes]
+        for session_id in plan.touched:
+            actions += yield from _head_actions(engine, tenant, session_id, plan.restored.get(session_id, {}), moved)
+        if len(actions) > MAX_TRANSACTION_ACTIONS:
+            return False  # the sessions' member pages do not fit beside the items: written ahead
+        try:
+            yield from transact_surely(engine, actions)
+        except Cancelled as cancelled:
+            landed = cancelled.after_lost_answer and (yield from _heads_written(engine, actions))
+            if not landed:
+                continue  # a turn landed in a touched session since it was read: read again
+        return True
+    return False
+
+
+def _restore_listed(engine: Engine, tenant: str, plan: _Restoring, moved: set[str]) -> Steps[bool]:
+    """A restore past one transaction, still one commit: the items under new ids and every blob part are
+    written ahead of it, a listing per session (``_listed``); the commit puts the touched heads (each on
+    the version read, naming its listing in ``cw``), the member pages, the items over stored ones, and
+    releases the markers. False when it was taken back or the heads kept moving (the caller plans again)."""
+    estimate = yield from _commit_actions(engine, tenant, plan, moved, {})
+    entries = plan.entries
+    if not fits([*estimate, *(put_action(engine.table, e[2]) for e in entries.values() if e[3])]):
+        # A rerun after an unknown outcome (or an import again) meets what it wrote: those held as given
+        # stay as they are (item, version and expiry), and only the rest goes in the commit.
+        held = yield from _held_as_given(engine, tenant, plan)
+        entries = {i: e for i, e in entries.items() if i not in held}
+    listings: dict[str, Listing] = {}
+    free = render(condition=not_exists("pk"))
+    for session_id in plan.touched:
+        mine = [e for e in entries.values() if e[0] == session_id]
+        new_items = [put_action(engine.table, item, free) for _, _, item, stored in mine if not stored]
+        parts = [part for _, entry_parts, _, _ in mine for part in entry_parts]
+        if new_items or parts:
+            listings[session_id] = new_listing(engine, tenant, session_id, new_items, parts)
+    over = [put_action(engine.table, item) for _, _, item, stored in entries.values() if stored]
+    releases = [release for listing in listings.values() for release in listing.releases(engine)]
+    if not fits([*estimate, *over], len(releases)):
+        raise GenkitError(
+            Status.INVALID_ARGUMENT,
+            f"a restore of {len(plan.entries)} snapshots into {len(plan.touched)} sessions needs "
+            f"{len(estimate) + len(over) + len(releases)} writes in its commit (its heads, member pages, the "
+            f"snapshots over stored ones), more than one DynamoDB transaction holds; restore fewer snapshots, "
+            "or fewer sessions, a call",
+            reason=Reason.RESTORE_TOO_LARGE,
+        )
+    registered: list[Listing] = []
+    try:
+        for listing in listings.values():
+            read = plan.heads.get(listing.session_id)
+            named = yield from _head.register_staged(engine, tenant, listing.session_id, (listing.staging,), read)
+            registered.append(listing)
+            if named is None:  # a deletion began meanwhile: the next plan refuses it
+                yield from give_back(engine, tenant, registered)
+                return False
+        yield from write_ahead(engine, registered)
+    except Cancelled:  # an id taken meanwhile: the next plan restores over it
+        yield from give_back(engine, tenant, registered)
+        return False
+    except (GenkitError, Abandoned):
+        yield from give_back(engine, tenant, registered)
+        raise
+    for _ in range(engine.settings.max_attempts):
+        try:
+            actions = yield from _commit_actions(engine, tenant, plan, moved, listings)
+        except (GenkitError, Abandoned):  # before the commit was sent: nothing names what was written
+            yield from give_back(engine, tenant, registered)
+            raise
+        actions += [*over, *releases]
+        if not fits(actions):  # the sessions grew meanwhile
+            yield from give_back(engine, tenant, registered)
+            return False
+        try:
+            yield from transact_surely(engine, actions)
+            return True
+        except Cancelled as cancelled:
+            if cancelled.after_lost_answer and (yield from _heads_written(engine, actions)):
+                return True
+            if not (yield from _markers_intact(engine, registered)):  # taken back meanwhile: again
+                yield from give_back(engine, tenant, registered)
+                return False
+            continue  # a turn landed in a touched session since it was read: read again
+        except GenkitError as error:
+            if not outcome_unknown(error):  # refused: nothing names what was written
+                yield from give_back(engine, tenant, registered)
+            raise  # unknown: named in the heads and listed by the markers, taken back once stale
+        except Abandoned:  # whichever of the commit and the voiding of its markers comes first wins
+            yield from give_back(engine, tenant, registered)
+            raise
+    yield from give_back(engine, tenant, registered)
+    return False
+
+
+def _held_as_given(engine: Engine, tenant: str, plan: _Restoring) -> Steps[set[str]]:
+    """The ids of the snapshots a restore writes over that their session already holds exactly as given
+    (the same wire JSON): one listing of each session a snapshot is restored over in."""
+    wanted: dict[str, SessionSnapshot] = {}
+    for restored in plan.restored.values():
+        for snapshot_id, (snapshot, _, _) in restored.items():
+            if plan.entries[snapshot_id][3]:
+                wanted[snapshot_id] = snapshot
+    held: set[str] = set()
+    for session_id in dict.fromkeys(plan.entries[i][0] for i in wanted):
+        for stored in (yield from list_snapshots(engine, tenant, session_id)):
+            given = wanted.get(stored.snapshot_id)
+            if given is not None and strict_equal(to_wire(stored), to_wire(given)):
+                held.add(stored.snapshot_id)
+    return held
+
+
+def _commit_actions(
+    engine: Engine, tenant: str, plan: _Restoring, moved: set[str], listings: dict[str, Listing]
+) -> Steps[list[dict[str, Any]]]:
+    actions: list[dict[str, Any]] = []
+    for session_id in plan.touched:
+        listing = listings.get(session_id)
+        restored = plan.restored.get(session_id, {})
+        staged = None if listing is None else listing.staging
+        actions += yield from _head_actions(engine, tenant, session_id, restored, moved, staged)
+    return actions
+
+
+def _markers_intact(engine: Engine, listings: list[Listing]) -> Steps[bool]:
+    """Whether every marker of ``listings`` is still there and not void (nothing took the write back)."""
+    marker_keys = [key for listing in listings for key, _ in listing.markers]
+    found = yield from batch_get(engine.table, marker_keys, "pk, sk, void")
+    return all(
+        (key["pk"]["S"], key["sk"]["S"]) in found and "void" not in found[(key["pk"]["S"], key["sk"]["S"])]
+        for key in marker_keys
+    )
 
 
 def snapshot_item(
@@ -338,16 +538,18 @@ def _head_actions(
     session_id: str,
     restored: dict[str, tuple[SessionSnapshot, Recipe, dict[str, Any]]],
     moved: set[str],
+    listed: _head.Staging | None = None,
 ) -> Steps[list[dict[str, Any]]]:
     """The writes that make a session's head and member pages list its members after a restore: the
     stored members (less those restored elsewhere) with the restored ones over them. The head is put on
-    the exact version read; new pages are put and old ones deleted beside it."""
+    the exact version read (naming ``listed``, the restore's items written ahead, in ``cw``); new pages
+    are put and old ones deleted beside it."""
     rows = yield from query_partition(engine.table, keys.session_pk(tenant, session_id))
     read = Head.of(next((r for r in rows if r["sk"]["S"] == keys.HEAD_SK), None))
     old_pages = [r for r in rows if r["sk"]["S"].startswith(keys.PAGE_PREFIX)]
     was_listed = member_ids(rows) if read.alive or read.deleting else []
-    listed = [i for i in was_listed if i not in moved]
-    stored = yield from members(engine, tenant, session_id, listed)
+    kept = [i for i in was_listed if i not in moved]
+    stored = yield from members(engine, tenant, session_id, kept)
     held: dict[str, tuple[SessionSnapshot, Recipe, dict[str, Any]]] = {}
     for snapshot_id, (item, decoded) in stored.items():
         if isinstance(decoded, GenkitError):
@@ -367,7 +569,7 @@ def _head_actions(
     deletions = [{"Delete": {"TableName": engine.table, "Key": {"pk": r["pk"], "sk": r["sk"]}}} for r in old_pages]
     if not union:
         if read.alive:  # every member moved to other sessions: the session stays, empty, as a created one
-            empty = _head.restored(engine, tenant, session_id, read, [], None, None, None, None, 0, 0)
+            empty = _head.restored(engine, tenant, session_id, read, [], None, None, None, None, 0, 0, listed)
             return [empty, *deletions]
         return deletions
     ids = list(union)
@@ -396,6 +598,7 @@ def _head_actions(
         created_at,
         len(union),
         len(restored),
+        listed,
     )
     return [head, *pages, *deletions, *_index_moves(engine, tenant, session_id, read, created_at)]
 
@@ -414,33 +617,3 @@ def _index_moves(engine: Engine, tenant: str, session_id: str, read: Head, creat
             moves.append({"Delete": {"TableName": engine.table, "Key": {"pk": pk, "sk": {"S": old_sk}}}})
             moves.append(put_action(engine.table, {"pk": pk, "sk": {"S": new_sk}}))
     return moves
-
-
-def _recompute_head(
-    engine: Engine,
-    tenant: str,
-    session_id: str,
-    restored: dict[str, tuple[SessionSnapshot, Recipe, dict[str, Any]]],
-    moved: set[str],
-) -> Steps[None]:
-    """A large restore's head write, after its items: new pages first, then the head on the exact
-    version read, then old pages; a head that moved in between makes it read again."""
-    for _ in range(engine.settings.max_attempts):
-        actions = yield from _head_actions(engine, tenant, session_id, restored, moved)
-        heads = [a for a in actions if "Put" in a and a["Put"]["Item"]["sk"]["S"] == keys.HEAD_SK]
-        pages = [a["Put"]["Item"] for a in actions if "Put" in a and a not in heads]
-        old = [a["Delete"]["Key"] for a in actions if "Delete" in a]
-        yield from batch_write(engine.table, [{"PutRequest": {"Item": p}} for p in pages])
-        try:
-            for head in heads:
-                yield from write_one(engine.table, head)
-        except Cancelled:  # a turn landed since the Query: take the new pages back and read again
-            yield from batch_write(engine.table, [delete_request(p) for p in pages])
-            continue
-        yield from batch_write(engine.table, [{"DeleteRequest": {"Key": k}} for k in old])
-        return
-    raise GenkitError(
-        Status.ABORTED,
-        f"session {session_id!r} kept changing under concurrent writers while its head was restored on "
-        f"DynamoDB table {engine.table!r}; run the restore again",
-    )

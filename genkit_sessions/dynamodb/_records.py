@@ -35,26 +35,21 @@ from genkit_sessions.dynamodb._calls import (
     Cancelled,
     Steps,
     batch_get,
-    batch_write,
     call,
     get_item,
     write_one,
 )
-from genkit_sessions.dynamodb._codec import compress
 from genkit_sessions.dynamodb._commit import (
-    LISTED_TAG,
-    MAX_TRANSACTION_ACTIONS,
     commit_staged,
     judge_the_item_in_the_way,
-    listing_key,
     outcome_unknown,
     take_back_dead,
-    take_back_write,
     transact_surely,
 )
 from genkit_sessions.dynamodb._engine import Engine
 from genkit_sessions.dynamodb._expressions import Update, eq, exists, not_exists, render
-from genkit_sessions.dynamodb._items import CREATED_BY, Head, action_size, id_list, item_size, pages_of, put_action
+from genkit_sessions.dynamodb._items import Head, id_list, item_size, pages_of, put_action
+from genkit_sessions.dynamodb._listed import fits, give_back, landed, new_listing, write_ahead
 from genkit_sessions.dynamodb._maintenance import delete_session, snapshot_item
 from genkit_sessions.dynamodb._reads import read_head, record_of
 from genkit_sessions.errors import GenkitError, Status
@@ -261,9 +256,9 @@ def create_with_snapshots(
         # their parts written under an orphan expiry, then lifted) until the rest fits one commit.
         inline = sorted(blobs, key=lambda blob: sum(map(item_size, blob[1])))
         staged: list[tuple[str, list[dict[str, Any]]]] = []
-        while inline and not _fits([*actions, *_puts(engine, inline)], len(staged)):
+        while inline and not fits([*actions, *_puts(engine, inline)], len(staged)):
             staged.append(inline.pop())
-        if not _fits([*actions, *_puts(engine, inline)], len(staged)):  # too many snapshots: written ahead
+        if not fits([*actions, *_puts(engine, inline)], len(staged)):  # too many snapshots: written ahead
             listed = yield from _create_listed(engine, tenant, session_id, read, template, entries, items, blobs)
             if listed is None:
                 continue
@@ -306,10 +301,6 @@ def create_with_snapshots(
     return found_record
 
 
-_ONE_TRANSACTION = 3 * 1024 * 1024
-"""At most this many bytes of actions go in the one transaction of a create with snapshots (the limit is 4 MB)."""
-
-
 def _record_over(
     engine: Engine, template: dict[str, Any], base: Head, own: tuple[_head.Staging, ...] = ()
 ) -> dict[str, Any]:
@@ -327,11 +318,6 @@ def _record_over(
 
 def _puts(engine: Engine, blobs: list[tuple[str, list[dict[str, Any]]]]) -> list[dict[str, Any]]:
     return [put_action(engine.table, part) for _, parts in blobs for part in parts]
-
-
-def _fits(actions: list[dict[str, Any]], releases: int = 0) -> bool:
-    """Whether ``actions``, and the release of ``releases`` staging markers, fit one transaction."""
-    return len(actions) + releases <= MAX_TRANSACTION_ACTIONS and sum(map(action_size, actions)) <= _ONE_TRANSACTION
 
 
 def _judge_taken_ids(engine: Engine, tenant: str, ids: list[str]) -> Steps[None]:
@@ -361,120 +347,54 @@ def _create_listed(
     items: list[dict[str, Any]],
     blobs: list[tuple[str, list[dict[str, Any]]]],
 ) -> Steps[dict[str, Any] | None]:
-    """A create with more first snapshots than one transaction holds, still one commit. The create is named
-    in the head (a bare tombstone); markers list every item it will write; then come the blob parts and
-    the snapshot items (each on its id being free, 100 to a transaction), every item naming the create in
-    ``cw``; then one TransactWriteItems of the head (the record and its members, naming the create in
-    ``cw`` too), the index entries and the release of every marker. A reader sees an item naming a
-    create only while its session's head names the same one, so the snapshots appear all at once, at
-    the commit, or never. Returns the head's Put that landed; None when the head moved meanwhile (the
-    caller reads it again). ALREADY_EXISTS when an id another session holds is in the way."""
-    name = keys.blob_name(_snapshot_id(items[0]), f"{LISTED_TAG}{engine.token()}")
-    created_by = {CREATED_BY: {"S": name}}
-    snapshot_puts = [
-        {"Put": {**action["Put"], "Item": {**action["Put"]["Item"], **created_by}}}
-        for action in items
-        if _is_snapshot(action)
-    ]
+    """A create with more first snapshots than one transaction holds, still one commit: its snapshot items
+    are written ahead of it (``_listed``), then one TransactWriteItems of the head (the record and its
+    members, naming the create's listing in ``cw``), the index entries, the member pages and the release
+    of every marker makes them visible. Returns the head's Put that landed; None when the head moved
+    meanwhile (the caller reads it again). ALREADY_EXISTS when an id another session holds is in the way."""
+    snapshot_puts = [a for a in items if _is_snapshot(a)]
     pages = [a for a in items if not _is_snapshot(a)]
-    parts = [part for _, blob_parts in blobs for part in blob_parts]
-    listings = _listings(name, [_snapshot_id(a) for a in snapshot_puts], [p["sk"]["S"] for p in parts])
-    marker_keys = [listing_key(tenant, session_id, name, index) for index in range(len(listings))]
-    releases = [
-        {"Delete": {"TableName": engine.table, "Key": key, **render(condition=exists("pk") & not_exists("void"))}}
-        for key in marker_keys
-    ]
-    if not _fits([put_action(engine.table, {**template, **created_by}), *entries, *pages, *releases]):
+    listing = new_listing(engine, tenant, session_id, snapshot_puts, [p for _, parts in blobs for p in parts])
+    releases = listing.releases(engine)
+    if not fits([put_action(engine.table, {**template, **listing.created_by}), *entries, *pages, *releases]):
         raise GenkitError(
             Status.INVALID_ARGUMENT,
             f"create_session({session_id!r}) with {len(snapshot_puts)} first snapshots lists more members than "
             f"one commit holds on DynamoDB table {engine.table!r}; create it with fewer and restore the rest",
         )
-    own = (_head.Staging(engine.now_epoch(), len(listings), name),)
+    own = (listing.staging,)
     named = yield from _head.register_staged(engine, tenant, session_id, own, read)
     if named is None or named.alive:  # a deletion began, or a session was created, meanwhile: again
         return None
-    head = _record_over(engine, {**template, **created_by}, named, own)
-    at = {"N": str(engine.now_epoch())}
+    head = _record_over(engine, {**template, **listing.created_by}, named, own)
     try:
-        for key, listing in zip(marker_keys, listings, strict=True):
-            yield from call("PutItem", engine.table, Item={**key, "ks": {"B": listing}, "at": at})
-        yield from batch_write(engine.table, [{"PutRequest": {"Item": p}} for p in parts])
-        for chunk in _transactions(snapshot_puts):
-            yield from transact_surely(engine, chunk)
+        yield from write_ahead(engine, [listing])
     except Cancelled as cancelled:  # an id taken meanwhile (or this very chunk, its answer lost)
-        yield from _give_back(engine, tenant, session_id, own)
-        if cancelled.after_lost_answer:
-            return None  # taken back whole: again, from the top
-        yield from _judge_taken_ids(engine, tenant, [_snapshot_id(a) for a in snapshot_puts])
+        yield from give_back(engine, tenant, [listing])
+        if not cancelled.after_lost_answer:  # else taken back whole: again, from the top
+            yield from _judge_taken_ids(engine, tenant, [_snapshot_id(a) for a in snapshot_puts])
         return None
     except (GenkitError, Abandoned):
-        yield from _give_back(engine, tenant, session_id, own)
+        yield from give_back(engine, tenant, [listing])
         raise
     try:
         yield from transact_surely(engine, [head, *entries, *pages, *releases])
     except Cancelled as cancelled:
-        if cancelled.after_lost_answer:  # the first send may have landed: the commit deletes the markers
-            still_staged = yield from get_item(engine.table, marker_keys[0])
-            if still_staged is None:
-                return head
-        yield from _give_back(engine, tenant, session_id, own)
+        if cancelled.after_lost_answer and (yield from landed(engine, [listing])):
+            return head  # the first send landed: the commit deleted the markers
+        yield from give_back(engine, tenant, [listing])
         found = yield from read_head(engine, tenant, session_id)
         if found.live(engine.now_ms()):
             raise rules.session_exists(session_id) from None
         return None
     except GenkitError as error:
         if not outcome_unknown(error):  # refused: nothing names what was written
-            yield from _give_back(engine, tenant, session_id, own)
+            yield from give_back(engine, tenant, [listing])
         raise  # unknown: named in the head and listed by the markers, taken back once stale
     except Abandoned:  # whichever of the commit and the voiding of its markers comes first wins
-        yield from _give_back(engine, tenant, session_id, own)
+        yield from give_back(engine, tenant, [listing])
         raise
     return head
-
-
-_LISTING_BYTES = 300 * 1024
-"""A listing create's marker lists ids and part keys up to this many bytes of JSON (items take 400 KB)."""
-
-
-def _listings(name: str, ids: list[str], parts: list[str]) -> list[bytes]:
-    """What a listing create's markers hold: its name, and its snapshot ids and part sort keys, cut so that
-    no marker passes :data:`_LISTING_BYTES` (compressed JSON, one per marker)."""
-    listings: list[bytes] = []
-    chunk: dict[str, list[str]] = {"ids": [], "parts": []}
-    size = 0
-    for kind, value in [*(("ids", i) for i in ids), *(("parts", p) for p in parts)]:
-        length = len(value.encode("utf-8", "surrogatepass")) + 8
-        if size + length > _LISTING_BYTES and (chunk["ids"] or chunk["parts"]):
-            listings.append(compress({"w": name, **chunk}))
-            chunk, size = {"ids": [], "parts": []}, 0
-        chunk[kind].append(value)
-        size += length
-    listings.append(compress({"w": name, **chunk}))
-    return listings
-
-
-def _transactions(puts: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """Conditional Puts cut into transactions within DynamoDB's limits (100 actions, 4 MB)."""
-    chunks: list[list[dict[str, Any]]] = []
-    for put in puts:
-        if not chunks or not _fits([*chunks[-1], put]):
-            chunks.append([])
-        chunks[-1].append(put)
-    return chunks
-
-
-def _give_back(engine: Engine, tenant: str, session_id: str, own: tuple[_head.Staging, ...]) -> Steps[None]:
-    """Best effort, after a listing create failed before its commit or had it refused: take back what it
-    wrote and its name in the head. What stays (an outage meanwhile) is listed by its markers and named in
-    the head: the session's next create, save or deletion takes it back, and no reader sees it meanwhile."""
-    try:
-        for staged in own:
-            yield from take_back_write(engine, tenant, session_id, staged)
-        with contextlib.suppress(Cancelled):
-            yield from write_one(engine.table, _head.forget_staged(engine, tenant, session_id, list(own)))
-    except GenkitError as exc:
-        _log.warning("could not take back a create's %s (%s); its session's next write does", own[0].blob, exc)
 
 
 def _is_snapshot(action: dict[str, Any]) -> bool:

@@ -174,8 +174,8 @@ def listing(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def hidden_items_unlisted(store: DynamoDBSessionStore) -> list[str]:
-    """Ids of snapshot items a listing create wrote ahead of a commit that never landed (their ``cw`` is
-    not their session's head's) that no marker lists any more, so that nothing but a write reusing the
+    """Ids of snapshot items a listing write (a create or a restore) wrote ahead of a commit that never
+    landed (no head names their ``cw``: a string, or a set of them) that no marker lists any more, so that nothing but a write reusing the
     id would ever take them back. A reader never sees them; still, there must be none."""
     items = scan(store, "pk, sk, cw, ks")
     listed = {i for item in items for i in listing(item)["ids"]}
@@ -186,7 +186,7 @@ def hidden_items_unlisted(store: DynamoDBSessionStore) -> list[str]:
             continue
         snapshot_id = item["pk"]["S"].partition("\x1fn\x1f")[2]
         name = item["cw"]["S"]
-        created_in_session = [pk for pk, cw in heads.items() if cw is not None and cw["S"] == name]
+        created_in_session = [pk for pk, cw in heads.items() if cw is not None and name in cw.get("SS", [cw.get("S")])]
         if not created_in_session and snapshot_id not in listed:
             left.append(snapshot_id)
     return left

@@ -222,6 +222,33 @@ class _Restore(Operation):
         return face.restore_snapshots(_backup())
 
 
+class _RestoreMany(Operation):
+    """An import batch past one transaction: the backup of session "s" (over its three snapshots), 120
+    new snapshots after it, and two snapshots of a new session "t"."""
+
+    def act(self, face: Any) -> Any:
+        return face.restore_snapshots(many_restored())
+
+
+def many_restored() -> list[SessionSnapshot]:
+    """:func:`_backup`, then ``m0``-``m119`` chained after ``b``, then ``t0`` and its child ``t1`` in "t"."""
+    chain = [
+        attrs.evolve(s, parent_id=s.parent_id or "b", created_at=f"2024-01-02T00:00:{i // 100:02d}.{i % 100:06d}Z")
+        for i, s in enumerate(many_snapshots("s", 120))
+    ]
+    other = [
+        SessionSnapshot(
+            snapshot_id=snapshot_id,
+            session_id="t",
+            parent_id=parent_id,
+            created_at=f"2024-01-03T00:00:0{second}.000000Z",
+            state=state_of("t", [snapshot_id]),
+        )
+        for snapshot_id, parent_id, second in [("t0", None, 1), ("t1", "t0", 2)]
+    ]
+    return [*_backup(), *chain, *other]
+
+
 def _chat_with_parts(store: DynamoDBSessionStore) -> None:
     rng = random.Random(9)
     save_new(store, "a", state_of("s", ["hello"]))
@@ -418,6 +445,14 @@ PATHS = [
     ),
     # head_ids=2: the session has a member page, so the restore writes one and deletes the old one.
     Path("restore", _chat, _Restore, ("a", "b", "c"), options={"head_ids": 2}),
+    # A restore past one transaction: new items written ahead of one commit, over stored ones in it.
+    Path(
+        "restore-many",
+        _chat,
+        _RestoreMany,
+        ("a", "b", "c", "m0", "m99", "m100", "m119", "t0", "t1"),
+        every_call=False,
+    ),
     Path("sweep-staged", _staged_but_never_committed, _Sweep, ("big",), staged_before=True),
     Path(
         "delete", _chat_with_parts, _Delete, ("a", "b", "c"), options={"head_ids": 2, "chunk_bytes": 1000}, deletes=True
