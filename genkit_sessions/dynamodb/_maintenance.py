@@ -10,9 +10,11 @@ last. The tombstone lands with an expiry index entry that the bare tombstone's
 transaction removes, so ``delete_expired_sessions`` finishes a deletion whose
 process died part-way.
 
-A restore writes its snapshot items, then replaces each touched head on the
-exact version it read; a turn that lands in between makes it read and
-recompute instead of dropping that turn.
+A restore replaces each touched head on the exact version it read, in one
+transaction with its snapshot items, or, past one transaction, with the items
+over stored ones after its new items were written ahead out of sight
+(``_listed``); a turn that lands in between makes it read and recompute
+instead of dropping that turn.
 """
 
 from __future__ import annotations
@@ -469,7 +471,7 @@ def _commit_actions(
 def _markers_intact(engine: Engine, listings: list[Listing]) -> Steps[bool]:
     """Whether every marker of ``listings`` is still there and not void (nothing took the write back)."""
     marker_keys = [key for listing in listings for key, _ in listing.markers]
-    found = yield from batch_get(engine.table, marker_keys, "pk, sk, void")
+    found = yield from batch_get(engine.table, marker_keys)  # ("void" is a reserved word: no projection)
     return all(
         (key["pk"]["S"], key["sk"]["S"]) in found and "void" not in found[(key["pk"]["S"], key["sk"]["S"])]
         for key in marker_keys

@@ -175,6 +175,10 @@ class SupportsRestore(Protocol):
         given, and the leaf follows (``write_rules.restore_order``). When the restore moves the leaf
         away or gives it a child and brings no new childless snapshot, the last childless snapshot
         left by createdAt (then snapshot id) is the leaf.
+
+        A restore lands whole or not at all. A store that cannot land a batch this large at once
+        refuses it before writing anything: INVALID_ARGUMENT, reason ``RESTORE_TOO_LARGE``; restore
+        fewer snapshots a call.
         """
         ...
 

@@ -276,7 +276,7 @@ def import_snapshots(
         fresh = [s for s in batch if not _same(stored.get(s.snapshot_id), s)]
         if fresh:
             try:
-                store.restore_snapshots(fresh, context=context)
+                _restore_in_parts(store, fresh, context)
             except GenkitError as error:
                 raise _refused(error, batch, places, fresh, written) from error
         written += len(fresh)
@@ -294,6 +294,20 @@ def import_snapshots(
     if batch:
         flush()
     return ImportCounts(total, sessions, written, unchanged)
+
+
+def _restore_in_parts(store: ImportTarget, snapshots: list[SessionSnapshot], context: Context) -> None:
+    """``restore_snapshots`` of ``snapshots``; a batch more than the store lands at once (RESTORE_TOO_LARGE:
+    too many sessions, or too many snapshots over stored ones, for one DynamoDB transaction) goes in two
+    halves, each cut again as needed."""
+    try:
+        store.restore_snapshots(snapshots, context=context)
+    except GenkitError as error:
+        if error.reason != Reason.RESTORE_TOO_LARGE.value or len(snapshots) < 2:
+            raise
+        half = len(snapshots) // 2
+        _restore_in_parts(store, snapshots[:half], context)
+        _restore_in_parts(store, snapshots[half:], context)
 
 
 def _refused(

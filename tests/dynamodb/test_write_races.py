@@ -8,6 +8,7 @@ A second instance of the store is a second writer: it either runs between two ca
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from collections.abc import Callable
@@ -818,3 +819,179 @@ def test_a_slow_deletion_finished_by_another_instance_leaves_a_snapshot_written_
     assert stored is not None and stored.state == again
     assert [s.snapshot_id for s in reader.list_snapshots("s")] == ["a"]
     assert reader.get_snapshot(snapshot_id="b") is None
+
+
+# --- a restore past one transaction, racing a turn or a deletion, or its writer dying ---------------------
+
+
+def _imported(count: int = 120) -> list[SessionSnapshot]:
+    """An import batch past one transaction: ``m0``-``m<count-1>`` chained after "b" of session "s", and
+    "t0" of a new session "t"."""
+    chain = [
+        attrs.evolve(s, parent_id=s.parent_id or "b", created_at=f"2024-01-02T00:00:00.{i:06d}Z")
+        for i, s in enumerate(many_snapshots("s", count))
+    ]
+    return [
+        *chain,
+        SessionSnapshot(
+            snapshot_id="t0", session_id="t", created_at="2024-01-03T00:00:00.000000Z", state=state_of("t", ["t0"])
+        ),
+    ]
+
+
+def _chat_of_two(store: DynamoDBSessionStore) -> None:
+    save_new(store, "a", state_of("s", ["one"]))
+    save_new(store, "b", state_of("s", ["one", "two"]), "a")
+
+
+def _restore_calls(make_dynamo: StoreFactory) -> dict[str, int]:
+    """Where a large restore's calls of each kind begin, from a clean run: its naming in the first head, its
+    first marker, its parts, its first transaction of items, and its commit."""
+    store = make_dynamo()
+    _chat_of_two(store)
+    guard = guard_of(store)
+    guard.reset()
+    store.restore_snapshots(_imported())
+    log = list(guard.log)
+    register = log.index("UpdateItem")
+    return {
+        "naming": register,
+        "marker": log.index("PutItem", register),
+        "parts": log.index("BatchWriteItem"),
+        "items": log.index("TransactWriteItems"),
+        "commit": len(log) - 1,
+    }
+
+
+_RESTORE_POINTS = ["naming", "marker", "parts", "items", "commit"]
+
+
+@pytest.mark.parametrize("point", _RESTORE_POINTS)
+@pytest.mark.parametrize("rival", ["turn", "delete"])
+def test_a_restore_past_one_transaction_racing_a_turn_or_a_deletion_lands_whole_or_not_at_all(
+    make_dynamo: StoreFactory, point: str, rival: str
+) -> None:
+    index = _restore_calls(make_dynamo)[point]
+    store = make_dynamo()
+    _chat_of_two(store)
+    other = twin(store)
+    turns: list[Any] = []
+    if rival == "turn":
+        action = lambda: turns.append(save_new(other, "x", state_of("s", ["one", "two", "three"]), "b"))  # noqa: E731
+    else:
+        action = lambda: turns.append(_outcome(lambda: other.delete_session("s")))  # noqa: E731
+    guard_of(store).faults.append(_at_call(index, action))
+    batch = _imported()
+    outcome = _outcome(lambda: store.restore_snapshots(batch))
+    guard_of(store).faults.clear()
+    assert len(turns) == 1, "the rival did not run"
+    reader = cold(store)
+    by_id = {s.snapshot_id: reader.get_snapshot(snapshot_id=s.snapshot_id) for s in batch}
+    listed = [s.snapshot_id for s in reader.list_snapshots("s")]
+    if isinstance(outcome, GenkitError):  # refused whole: none of it shows, and nothing of it is left
+        assert rival == "delete" and outcome.status in (Status.FAILED_PRECONDITION, Status.ABORTED), outcome
+        assert set(by_id.values()) == {None} and listed == []
+    else:  # landed whole, and the rival's turn is kept
+        assert outcome == len(batch)
+        assert all(by_id[s.snapshot_id] == s for s in batch), "a restored snapshot reads otherwise than given"
+        mine = [s.snapshot_id for s in batch if s.session_id == "s"]
+        if rival == "turn":
+            assert sorted(listed) == sorted(["a", "b", "x", *mine])
+            assert reader.get_snapshot(snapshot_id="x") == turns[0]
+        else:  # the deletion went first: the restore made the session again from what it brought
+            assert sorted(listed) == sorted(mine)
+    assert parts_left_forever(store, readable_ids(store, ["s", "t"])) == []
+    assert hidden_items_unlisted(store) == []
+
+
+def test_a_restore_past_one_transaction_whose_writer_died_before_its_commit_shows_nothing_and_a_rerun_lands(
+    make_dynamo: StoreFactory,
+) -> None:
+    """The writer dies with every item written ahead and the commit unsent: no reader sees any of them, the
+    sessions read as before, and the same restore run again (by another instance) takes the dead one's
+    items back and lands whole."""
+    store = make_dynamo()
+    _chat_of_two(store)
+    before = [s.snapshot_id for s in cold(store).list_snapshots("s")]
+
+    def die(op: str, params: dict[str, Any]) -> None:
+        if op == "TransactWriteItems" and any("Delete" in a for a in params["TransactItems"]):
+            raise _Killed  # the commit: it releases the markers
+
+    guard_of(store).faults.append(die)
+    batch = _imported()
+    with pytest.raises(_Killed):
+        store.restore_snapshots(batch)
+    guard_of(store).faults.clear()
+    assert len(_created_by_items(store)) == len(batch)
+    reader = cold(store)
+    assert [s.snapshot_id for s in reader.list_snapshots("s")] == before
+    assert reader.get_snapshot(session_id="s").snapshot_id == "b"  # type: ignore[union-attr]
+    assert [reader.get_snapshot(snapshot_id=i) for i in ("m0", "m119", "t0")] == [None, None, None]
+    assert reader.get_session_record("t") is None
+
+    assert cold(store).restore_snapshots(batch) == len(batch)
+    reader = cold(store)
+    assert all(reader.get_snapshot(snapshot_id=s.snapshot_id) == s for s in batch)
+    assert sorted(s.snapshot_id for s in reader.list_snapshots("s")) == sorted(
+        ["a", "b", *(f"m{i}" for i in range(120))]
+    )
+    assert parts_left_forever(store, readable_ids(store, ["s", "t"])) == []
+    assert hidden_items_unlisted(store) == []
+
+
+def test_a_restore_whose_commit_would_not_fit_one_transaction_is_refused_before_writing_anything(
+    make_dynamo: StoreFactory,
+) -> None:
+    """150 new sessions of one snapshot each: 150 heads cannot land in one transaction, so the restore is
+    refused whole (INVALID_ARGUMENT, reason RESTORE_TOO_LARGE, saying to restore fewer a call), and the
+    table is as it was."""
+    store = make_dynamo()
+    _chat_of_two(store)
+    before = scan(store)
+    batch = [
+        SessionSnapshot(
+            snapshot_id=f"r{i}",
+            session_id=f"s{i}",
+            created_at="2024-01-04T00:00:00.000000Z",
+            state=state_of(f"s{i}", [f"session {i}"]),
+        )
+        for i in range(150)
+    ]
+    with pytest.raises(GenkitError) as caught:
+        store.restore_snapshots(batch)
+    assert caught.value.status is Status.INVALID_ARGUMENT and caught.value.reason == "RESTORE_TOO_LARGE"
+    assert "fewer" in caught.value.message
+    assert scan(store) == before
+    assert store.restore_snapshots(batch[:40]) == 40  # fewer a call land
+    assert cold(store).get_snapshot(session_id="s39").snapshot_id == "r39"  # type: ignore[union-attr]
+
+
+def test_an_import_of_more_sessions_than_one_commit_holds_lands_in_smaller_restores(
+    make_dynamo: StoreFactory, tmp_path: Any
+) -> None:
+    """An import batch of 100 one-snapshot sessions is more than one commit holds on DynamoDB: the import
+    restores it in halves (then quarters) instead, so every session arrives, and a second run writes
+    nothing."""
+    from genkit_sessions.model.wire import to_wire
+    from genkit_sessions.stores.transfer import import_snapshots
+
+    source = tmp_path / "sessions.jsonl"
+    sessions = [
+        SessionSnapshot(
+            snapshot_id=f"r{i}",
+            session_id=f"s{i}",
+            created_at="2024-01-04T00:00:00.000000Z",
+            updated_at="2024-01-04T00:00:00.000000Z",
+            state=state_of(f"s{i}", [f"session {i}"]),
+        )
+        for i in range(130)
+    ]
+    source.write_text("".join(json.dumps(to_wire(s)) + "\n" for s in sessions))
+    store = make_dynamo()
+    counts = import_snapshots(store, source, batch_size=100)
+    assert (counts.written, counts.unchanged) == (130, 0)
+    reader = cold(store)
+    assert all(reader.get_snapshot(session_id=s.session_id) == s for s in sessions)
+    again = import_snapshots(cold(store), source, batch_size=100)
+    assert (again.written, again.unchanged) == (0, 130)
