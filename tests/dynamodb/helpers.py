@@ -175,8 +175,9 @@ def listing(item: dict[str, Any]) -> dict[str, Any]:
 
 def hidden_items_unlisted(store: DynamoDBSessionStore) -> list[str]:
     """Ids of snapshot items a listing write (a create or a restore) wrote ahead of a commit that never
-    landed (no head names their ``cw``: a string, or a set of them) that no marker lists any more, so that nothing but a write reusing the
-    id would ever take them back. A reader never sees them; still, there must be none."""
+    landed (no head names their ``cw``: a string, or a set of them) that no marker lists any more, so
+    that nothing but a write reusing the id would ever take them back. A reader never sees them; still,
+    there must be none."""
     items = scan(store, "pk, sk, cw, ks")
     listed = {i for item in items for i in listing(item)["ids"]}
     heads = {item["pk"]["S"]: item.get("cw") for item in items if item["sk"]["S"] == "h"}
