@@ -13,6 +13,10 @@ payload is a JSON object with
   ``"p"``: a patch (:func:`diff`) to the previous rest;
 - ``"h"``: whether the state has a ``messages`` key at all.
 
+In ``"m"`` and ``"a"``, a message of a known role and one text part, nothing
+else (most of a chat), is stored as one string: its role's letter, then its
+text (:func:`stored_list`); any other message as its wire JSON.
+
 A snapshot normally adds one small *delta* blob to its parent's recipe. Every
 ``checkpoint_every`` deltas, the trailing deltas are folded into one *page* of
 level 1 holding just the messages appended since the previous page plus the
@@ -58,8 +62,10 @@ __all__ = [
     "plan_state",
     "plan_state_steps",
     "split_parts",
+    "stored_list",
     "stored_messages",
     "stored_messages_steps",
+    "wire_message",
     "zlib_stream",
     "strict_equal",
     "unpack_record",
@@ -241,19 +247,60 @@ def _maker(prototype: Any, field: str) -> Any:
 _TEXT = _maker(TextPart(""), "text")
 _MESSAGES = {role.value: _maker(Message(role, ()), "content") for role in Role}
 
+_LETTERS = {Role.USER.value: "u", Role.MODEL.value: "m", Role.SYSTEM.value: "s", Role.TOOL.value: "t"}
+"""The letter that stands for a role in a message stored as a string (see :func:`stored_list`)."""
+_ROLE_OF = {letter: role for role, letter in _LETTERS.items()}
+_BY_LETTER = {letter: _MESSAGES[role] for letter, role in _ROLE_OF.items()}
+
+
+def stored_list(wire: list[Any]) -> list[Any]:
+    """A message list (wire JSON) as a blob stores it: a message of a known role and one text part,
+    nothing else (most of a chat), as one string, its role's letter and then its text; any other message
+    as its wire JSON. A string is one object where the wire JSON of a message is three containers, so
+    ``json.loads`` of a long history builds a third of the objects and takes half the time (the
+    collector has nothing of it to trace), and the message is built from the string without a lookup.
+    :func:`wire_message` turns an entry back into wire JSON."""
+    out: list[Any] = []
+    append, letters = out.append, _LETTERS
+    for data in wire:
+        if type(data) is dict and len(data) == 2:
+            role, content = data.get("role"), data.get("content")
+            letter = letters.get(role) if type(role) is str else None
+            if letter is not None and type(content) is list and len(content) == 1:
+                part = content[0]
+                if type(part) is dict and len(part) == 1 and type(part.get("text")) is str:
+                    append(letter + part["text"])
+                    continue
+        append(data)
+    return out
+
+
+def wire_message(value: Any) -> Any:
+    """One entry of a stored message list (see :func:`stored_list`) as wire JSON: a string of a known
+    role's letter and a text as that message; anything else as it is, for the wire decoder to judge."""
+    if type(value) is str and value[:1] in _ROLE_OF:
+        return {"role": _ROLE_OF[value[:1]], "content": [{"text": value[1:]}]}
+    return value
+
 
 def stored_messages(wire: list[Any], plain_text: bool) -> tuple[Message, ...]:
-    """Messages a store rebuilds from one of its own blobs: as ``messages_from_wire`` does, but a message
+    """Messages a store rebuilds from one of its own blobs' message lists (:func:`stored_list`): as
+    ``messages_from_wire`` does with each entry's :func:`wire_message`, but a message
     of a known role and text parts only (most of a chat) is made from checked prototypes without running
     every field check again, when ``plain_text`` says no string in the blob can be ill-formed (see
     :func:`decompress_text`): a text part's only check is that its text is a string of valid Unicode.
     Anything else goes through the wire decoder, with its errors."""
     if not plain_text:
-        return messages_from_wire(wire)
+        return messages_from_wire([wire_message(value) for value in wire])
     out: list[Message] = []
-    append, text, messages = out.append, _TEXT, _MESSAGES
+    append, text, messages, by_letter = out.append, _TEXT, _MESSAGES, _BY_LETTER
     for data in wire:
-        if type(data) is dict and len(data) == 2:
+        if type(data) is str:  # a message of one text part, stored as its role's letter and its text
+            make = by_letter.get(data[:1])
+            if make is not None:
+                append(make((text(data[1:]),)))
+                continue
+        elif type(data) is dict and len(data) == 2:
             role, content = data.get("role"), data.get("content")
             make = messages.get(role) if type(role) is str else None
             if make is not None and type(content) is list:
@@ -658,8 +705,8 @@ def plan_state_steps(
         if folded:  # a change in place: did it keep every message the update blob held?
             kept_all = _appended(previous.message_list[cut:], messages[cut:]) is not None
             grown = previous_recipe.update_root if kept_all else ""
-            return Plan({"a": wire, "r": rest, "h": has}, 0, base, len(messages), size, grown)
-        payload = {"a": wire, "p": diff(_rest(previous), rest), "h": has}
+            return Plan({"a": stored_list(wire), "r": rest, "h": has}, 0, base, len(messages), size, grown)
+        payload = {"a": stored_list(wire), "p": diff(_rest(previous), rest), "h": has}
         return Plan(payload, 0, base, len(messages), size)
     keep = base.prefix(kept)
     if not kept or keep.levels.count(levels) >= max_pages:
@@ -671,14 +718,16 @@ def plan_state_steps(
         size = yield from _list_bytes_steps(since)
     else:  # the blobs this page folds already know their messages' sizes
         size += sum(folded_sizes)
-    return Plan({"a": since, "r": rest, "h": has}, level, keep, len(messages), size)
+    stored = yield from _stored_steps(since)
+    return Plan({"a": stored, "r": rest, "h": has}, level, keep, len(messages), size)
 
 
 def _full(messages: Sequence[Message], rest: Any, has: bool, level: int) -> Steps[Plan]:
     wire = yield from _wire_steps(messages)
     yield PAUSE
     size = yield from _list_bytes_steps(wire)
-    return Plan({"m": wire, "r": rest, "h": has}, level, Recipe(), len(messages), size)
+    stored = yield from _stored_steps(wire)
+    return Plan({"m": stored, "r": rest, "h": has}, level, Recipe(), len(messages), size)
 
 
 def _wire_steps(messages: Sequence[Message]) -> Steps[list[Any]]:
@@ -689,6 +738,16 @@ def _wire_steps(messages: Sequence[Message]) -> Steps[list[Any]]:
             yield PAUSE
         wire.extend(to_wire(m) for m in messages[start : start + ITEMS_SLICE])
     return wire
+
+
+def _stored_steps(wire: list[Any]) -> Steps[list[Any]]:
+    """:func:`stored_list`, a slice of the list at a time."""
+    stored: list[Any] = []
+    for start in range(0, len(wire), ITEMS_SLICE):
+        if start:
+            yield PAUSE
+        stored.extend(stored_list(wire[start : start + ITEMS_SLICE]))
+    return stored
 
 
 def _list_bytes_steps(wire: list[Any]) -> Steps[int]:

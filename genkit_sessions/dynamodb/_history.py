@@ -38,6 +38,7 @@ from genkit_sessions.dynamodb._codec import (
     decompress,
     is_update_blob,
     stored_messages_steps,
+    wire_message,
 )
 from genkit_sessions.dynamodb._engine import Engine
 from genkit_sessions.dynamodb._items import Head
@@ -397,6 +398,7 @@ def _next_messages(
             cursor.block_done = True
         except CorruptData as exc:
             raise engine.data_loss(handle.snapshot_id, str(exc)) from None
+        wire = [wire_message(value) for value in wire]
         if cursor.tracking or is_update_blob(name):
             wire = cursor.account(wire, plan.snapshot_id)
         try:

@@ -23,8 +23,11 @@ from genkit_sessions.dynamodb._codec import (
     pack_record,
     plan_state,
     split_parts,
+    stored_list,
+    stored_messages,
     strict_equal,
     unpack_record,
+    wire_message,
 )
 from genkit_sessions.model.wire import from_wire
 
@@ -123,7 +126,7 @@ def _next_state(state: SessionState | None, step: tuple[str, Any]) -> SessionSta
 
 def _rebuild(recipe: Recipe, blobs: dict[str, Any]) -> SessionState | None:
     payloads = [decompress(blobs[name]) for name, _ in recipe.refs]
-    return fold(payloads, lambda _, wire: tuple(from_wire(Message, m) for m in wire))
+    return fold(payloads, lambda _, wire: tuple(from_wire(Message, wire_message(m)) for m in wire))
 
 
 @settings(max_examples=60, deadline=None)
@@ -158,7 +161,7 @@ def test_appended_messages_are_written_at_most_four_times_and_recipes_stay_short
         new_state = _next_state(state, ("append", [f"message {turn} " + "x" * (1000 * kb)]))
         plan = plan_state(state, recipe, new_state, every, top_bytes=4096, top_count=6)
         for message in plan.payload.get("a", []) + plan.payload.get("m", []):
-            text = message["content"][0]["text"]
+            text = wire_message(message)["content"][0]["text"]
             written[text] = written.get(text, 0) + 1
         recipe = plan.recipe(f"b{turn}", 1, len(compress(plan.payload)))
         state = new_state
@@ -275,6 +278,53 @@ def test_stored_messages_are_exactly_what_the_wire_decoder_makes(wire: list[Any]
     assert made == expected
     assert [to_wire(m) for m in made] == [to_wire(m) for m in expected]
     assert hash(made) == hash(expected)
+
+
+@settings(deadline=None)
+@given(st.lists(_wire_messages, max_size=6), st.booleans())
+def test_a_stored_message_list_decodes_as_its_wire_json_does_on_every_path(wire: list[Any], plain: bool) -> None:
+    """A blob's message list in its stored form (a plain text message as a string) turns back into exactly
+    the wire JSON it was made of, and builds the same messages, or fails the same way, on the fast path
+    and the wire decoder's; through JSON as a blob stores it."""
+    import json
+
+    from genkit_sessions.model.wire import messages_from_wire
+
+    stored = json.loads(json.dumps(stored_list(wire), ensure_ascii=False))
+    assert [wire_message(value) for value in stored] == wire
+    try:
+        expected = messages_from_wire(wire)
+    except Exception as exc:
+        with pytest.raises(type(exc)):
+            stored_messages(stored, plain)
+        return
+    made = stored_messages(stored, plain)
+    assert made == expected
+    assert [to_wire(m) for m in made] == [to_wire(m) for m in expected]
+
+
+def test_only_a_known_role_with_one_text_part_and_nothing_else_is_stored_as_a_string() -> None:
+    plain = [{"role": role, "content": [{"text": "hi"}]} for role in ("user", "model", "system", "tool")]
+    kept = [
+        {"role": "narrator", "content": [{"text": "hi"}]},  # a role Genkit does not define
+        {"role": "user", "content": [{"text": "a"}, {"text": "b"}]},
+        {"role": "user", "content": []},
+        {"role": "user", "content": [{"text": "hi", "metadata": {"k": 1}}]},
+        {"role": "user", "content": [{"text": "hi"}], "metadata": {"k": 1}},
+        {"role": "user", "content": [{"media": {"url": "u"}}]},
+    ]
+    assert stored_list(plain) == ["uhi", "mhi", "shi", "thi"]
+    assert stored_list(kept) == kept
+    assert stored_list([{"role": "model", "content": [{"text": ""}]}]) == ["m"]  # an empty text keeps its role
+
+
+def test_a_stored_string_without_a_known_role_letter_is_refused_as_a_message() -> None:
+    from genkit_sessions import GenkitError
+
+    for plain in (True, False):
+        for bad in ("xhello", ""):
+            with pytest.raises(GenkitError):
+                stored_messages([bad], plain)
 
 
 @given(st.lists(st.sampled_from(["a", "\\ud800", "\\uDC01", "\\u00e9", "\\\\ud800", "é", "\\n"]), max_size=8))

@@ -21,6 +21,7 @@ from genkit_sessions import (
     SessionSnapshot,
     SessionState,
     Status,
+    to_wire,
 )
 from genkit_sessions.dynamodb import AsyncDynamoDBSessionStore, DynamoDBSessionStore
 from tests.dynamodb.helpers import (
@@ -44,6 +45,8 @@ from tests.dynamodb.layout import (
     pack_record,
     unpack_record,
 )
+from tests.dynamodb.layout import compress as layout_compress
+from tests.dynamodb.layout import decompress as layout_decompress
 from tests.dynamodb_backends import guard_of
 
 StoreFactory = Any
@@ -911,3 +914,49 @@ def test_a_create_staging_two_blobs_that_fails_leaves_no_session_and_a_rerun_lan
     assert not [i for i in scan(store) if i["sk"]["S"].startswith("g")], "the failed create left a marker"
     record = store.create_session("two", snapshots=first)
     assert record.version == 2 and [s.state for s in cold(store).list_snapshots("two")] == [s.state for s in first]
+
+
+def _packed_blob(store: DynamoDBSessionStore, snapshot_id: str) -> tuple[dict[str, Any], Any]:
+    """A snapshot's item, read through boto3, and the payload of the blob packed in it."""
+    item = next(i for i in scan(store) if i["sk"]["S"] == SNAPSHOT_SK and i["pk"]["S"].endswith(SEP + snapshot_id))
+    _, tag, blob = unpack_record(bytes(item["rec"]["B"]))
+    assert tag is not None and blob is not None, "a small blob is packed with its record"
+    return item, layout_decompress(blob)
+
+
+def test_a_blob_stores_each_plain_text_message_as_its_role_letter_and_its_text(make_dynamo: StoreFactory) -> None:
+    store = make_dynamo()
+    noted = attrs.evolve(Message.of_text("model", "with metadata"), metadata={"k": 1})
+    plain = state_of("s", ["hello", "hi there"])
+    state = attrs.evolve(plain, messages=(*plain.message_list, noted))
+    saved = save_new(store, "one", state)
+    _, payload = _packed_blob(store, "one")
+    assert payload["m"] == ["uhello", "mhi there", to_wire(noted)]
+    assert cold(store).get_snapshot(snapshot_id="one") == saved
+
+
+def test_a_blob_holding_every_message_as_wire_json_still_reads(make_dynamo: StoreFactory) -> None:
+    """Blobs written before plain text messages were stored as strings hold wire JSON only."""
+    store = make_dynamo()
+    saved = save_new(store, "old", state_of("s", ["hello", "hi there", "and more"]))
+    item, payload = _packed_blob(store, "old")
+    record, tag, _ = unpack_record(bytes(item["rec"]["B"]))
+    assert tag is not None
+    payload["m"] = [to_wire(m) for m in saved.state.message_list] if saved.state is not None else []
+    item["rec"] = {"B": pack_record(record, tag, layout_compress(payload))}
+    store.client.put_item(TableName=store.table_name, Item=item)
+    assert cold(store).get_snapshot(snapshot_id="old") == saved
+
+
+def test_a_stored_message_string_without_a_role_letter_is_data_loss(make_dynamo: StoreFactory) -> None:
+    store = make_dynamo()
+    save_new(store, "bad", state_of("s", ["hello"]))
+    item, payload = _packed_blob(store, "bad")
+    record, tag, _ = unpack_record(bytes(item["rec"]["B"]))
+    assert tag is not None
+    payload["m"] = ["xhello"]
+    item["rec"] = {"B": pack_record(record, tag, layout_compress(payload))}
+    store.client.put_item(TableName=store.table_name, Item=item)
+    with pytest.raises(GenkitError) as caught:
+        cold(store).get_snapshot(snapshot_id="bad")
+    assert caught.value.status is Status.DATA_LOSS
