@@ -8,7 +8,9 @@ it wrote, tagged ``0x02``, a 4-byte record length, the record, a 1-byte tag leng
 A recipe is ``[[[blob name, parts], ...], [level, ...], [message count after each blob, ...], [compressed
 size of each blob, ...]]`` (the sizes list is missing from recipes written before it existed). A snapshot
 whose state changed holds its update blob in ``ub`` (a 1-byte tag length, the tag, the blob) when it fits
-its item, else in parts; an update blob's tag starts with ``u``.
+its item, else in parts; an update blob's tag starts with ``u``. A blob's message list (``m`` or ``a``)
+holds a message of a known role and one text part as one string, the role's letter (``u``, ``m``, ``s``,
+``t``) then the text, and any other message as its wire JSON.
 """
 
 from __future__ import annotations
