@@ -258,8 +258,8 @@ def stored_list(wire: list[Any]) -> list[Any]:
     nothing else (most of a chat), as one string, its role's letter and then its text; any other message
     as its wire JSON. A string is one object where the wire JSON of a message is three containers, so
     ``json.loads`` of a long history builds a third of the objects and takes half the time (the
-    collector has nothing of it to trace), and the message is built from the string without a lookup.
-    :func:`wire_message` turns an entry back into wire JSON."""
+    collector has nothing of it to trace), and the message is built from the string and its letter
+    alone. :func:`wire_message` turns an entry back into wire JSON."""
     out: list[Any] = []
     append, letters = out.append, _LETTERS
     for data in wire:
