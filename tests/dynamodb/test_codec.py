@@ -262,22 +262,26 @@ _wire_messages = st.fixed_dictionaries(
 )
 
 
-@settings(deadline=None)
-@given(st.lists(_wire_messages, max_size=6))
-def test_stored_messages_are_exactly_what_the_wire_decoder_makes(wire: list[Any]) -> None:
-    from genkit_sessions.dynamodb._codec import stored_messages
+def _builds_what_the_wire_decoder_makes(wire: list[Any], build: Any) -> None:
+    """``build()`` makes exactly the messages ``messages_from_wire(wire)`` does, or raises the same error."""
     from genkit_sessions.model.wire import messages_from_wire
 
     try:
         expected = messages_from_wire(wire)
     except Exception as exc:  # the same error, whichever path
         with pytest.raises(type(exc)):
-            stored_messages(wire, True)
+            build()
         return
-    made = stored_messages(wire, True)
+    made = build()
     assert made == expected
     assert [to_wire(m) for m in made] == [to_wire(m) for m in expected]
     assert hash(made) == hash(expected)
+
+
+@settings(deadline=None)
+@given(st.lists(_wire_messages, max_size=6))
+def test_stored_messages_are_exactly_what_the_wire_decoder_makes(wire: list[Any]) -> None:
+    _builds_what_the_wire_decoder_makes(wire, lambda: stored_messages(wire, True))
 
 
 @settings(deadline=None)
@@ -288,19 +292,9 @@ def test_a_stored_message_list_decodes_as_its_wire_json_does_on_every_path(wire:
     and the wire decoder's; through JSON as a blob stores it."""
     import json
 
-    from genkit_sessions.model.wire import messages_from_wire
-
     stored = json.loads(json.dumps(stored_list(wire), ensure_ascii=False))
     assert [wire_message(value) for value in stored] == wire
-    try:
-        expected = messages_from_wire(wire)
-    except Exception as exc:
-        with pytest.raises(type(exc)):
-            stored_messages(stored, plain)
-        return
-    made = stored_messages(stored, plain)
-    assert made == expected
-    assert [to_wire(m) for m in made] == [to_wire(m) for m in expected]
+    _builds_what_the_wire_decoder_makes(wire, lambda: stored_messages(stored, plain))
 
 
 def test_only_a_known_role_with_one_text_part_and_nothing_else_is_stored_as_a_string() -> None:

@@ -924,6 +924,15 @@ def _packed_blob(store: DynamoDBSessionStore, snapshot_id: str) -> tuple[dict[st
     return item, layout_decompress(blob)
 
 
+def _write_packed_blob(store: DynamoDBSessionStore, item: dict[str, Any], payload: Any) -> None:
+    """Put ``item`` back through boto3 with ``payload`` as the blob packed in it."""
+    record, tag, _ = unpack_record(bytes(item["rec"]["B"]))
+    assert tag is not None
+    store.client.put_item(
+        TableName=store.table_name, Item={**item, "rec": {"B": pack_record(record, tag, layout_compress(payload))}}
+    )
+
+
 def test_a_blob_stores_each_plain_text_message_as_its_role_letter_and_its_text(make_dynamo: StoreFactory) -> None:
     store = make_dynamo()
     noted = attrs.evolve(Message.of_text("model", "with metadata"), metadata={"k": 1})
@@ -940,11 +949,8 @@ def test_a_blob_holding_every_message_as_wire_json_still_reads(make_dynamo: Stor
     store = make_dynamo()
     saved = save_new(store, "old", state_of("s", ["hello", "hi there", "and more"]))
     item, payload = _packed_blob(store, "old")
-    record, tag, _ = unpack_record(bytes(item["rec"]["B"]))
-    assert tag is not None
-    payload["m"] = [to_wire(m) for m in saved.state.message_list] if saved.state is not None else []
-    item["rec"] = {"B": pack_record(record, tag, layout_compress(payload))}
-    store.client.put_item(TableName=store.table_name, Item=item)
+    assert saved.state is not None
+    _write_packed_blob(store, item, {**payload, "m": [to_wire(m) for m in saved.state.message_list]})
     assert cold(store).get_snapshot(snapshot_id="old") == saved
 
 
@@ -952,11 +958,7 @@ def test_a_stored_message_string_without_a_role_letter_is_data_loss(make_dynamo:
     store = make_dynamo()
     save_new(store, "bad", state_of("s", ["hello"]))
     item, payload = _packed_blob(store, "bad")
-    record, tag, _ = unpack_record(bytes(item["rec"]["B"]))
-    assert tag is not None
-    payload["m"] = ["xhello"]
-    item["rec"] = {"B": pack_record(record, tag, layout_compress(payload))}
-    store.client.put_item(TableName=store.table_name, Item=item)
+    _write_packed_blob(store, item, {**payload, "m": ["xhello"]})
     with pytest.raises(GenkitError) as caught:
         cold(store).get_snapshot(snapshot_id="bad")
     assert caught.value.status is Status.DATA_LOSS
