@@ -633,21 +633,38 @@ def take_back_write(engine: Engine, tenant: str, session_id: str, staged: _head.
     return taken
 
 
-def take_back_listed(engine: Engine, tenant: str, marker_key: dict[str, Any]) -> Steps[bool]:
-    """Take back what one marker of a listing create holds (snapshot items and blob parts), as
-    :func:`take_back_staged` does a blob's: the marker voided on its existing (the commit needs every
-    marker to exist and not be void, so exactly one of the two lands), then each snapshot item on its
-    still naming the create (a restore may have put another item under the id since), the parts, the
-    marker. False when the marker was gone. A failure part-way leaves the void marker listing the rest."""
-    void = {
+def _void(engine: Engine, marker_key: dict[str, Any]) -> dict[str, Any]:
+    """The write that voids a staging marker on its existing: a commit needs every marker it names to
+    exist and not be void, so of a commit and a taking back exactly one lands."""
+    return {
         "Update": {
             "TableName": engine.table,
             "Key": marker_key,
             **render(condition=exists("pk"), update=Update().set("void", {"BOOL": True})),
         }
     }
+
+
+def _drop_created(engine: Engine, tenant: str, snapshot_id: str, name: str) -> dict[str, Any]:
+    """The delete of a snapshot item a listing create ``name`` wrote ahead of its commit, on the item's
+    still naming that create (a restore or a later create may have put another item under the id)."""
+    return {
+        "Delete": {
+            "TableName": engine.table,
+            "Key": keys.snapshot_key(tenant, snapshot_id),
+            **render(condition=eq(CREATED_BY, {"S": name})),
+        }
+    }
+
+
+def take_back_listed(engine: Engine, tenant: str, marker_key: dict[str, Any]) -> Steps[bool]:
+    """Take back what one marker of a listing create holds (snapshot items and blob parts), as
+    :func:`take_back_staged` does a blob's: the marker voided on its existing (the commit needs every
+    marker to exist and not be void, so exactly one of the two lands), then each snapshot item on its
+    still naming the create (a restore may have put another item under the id since), the parts, the
+    marker. False when the marker was gone. A failure part-way leaves the void marker listing the rest."""
     try:
-        answer = yield from write_one(engine.table, void, ReturnValues="ALL_NEW")
+        answer = yield from write_one(engine.table, _void(engine, marker_key), ReturnValues="ALL_NEW")
     except Cancelled:
         return False
     try:
@@ -660,15 +677,8 @@ def take_back_listed(engine: Engine, tenant: str, marker_key: dict[str, Any]) ->
             f"write left ({exc}); delete it and the items it names by hand",
         ) from None
     for snapshot_id in ids:
-        drop = {
-            "Delete": {
-                "TableName": engine.table,
-                "Key": keys.snapshot_key(tenant, snapshot_id),
-                **render(condition=eq(CREATED_BY, {"S": name})),
-            }
-        }
         with contextlib.suppress(Cancelled):  # gone already, or another item under the id now
-            yield from write_one(engine.table, drop)
+            yield from write_one(engine.table, _drop_created(engine, tenant, snapshot_id, name))
     pk = marker_key["pk"]
     yield from batch_write(engine.table, [{"DeleteRequest": {"Key": {"pk": pk, "sk": {"S": sk}}}} for sk in parts])
     yield from call("DeleteItem", engine.table, Key=marker_key)
@@ -689,15 +699,8 @@ def take_back_creation(
             yield from take_back_write(engine, tenant, session_id, staged)
             with contextlib.suppress(Cancelled):
                 yield from write_one(engine.table, _head.forget_staged(engine, tenant, session_id, [staged]))
-    drop = {
-        "Delete": {
-            "TableName": engine.table,
-            "Key": keys.snapshot_key(tenant, snapshot_id),
-            **render(condition=eq(CREATED_BY, {"S": name})),
-        }
-    }
     with contextlib.suppress(Cancelled):
-        yield from write_one(engine.table, drop)
+        yield from write_one(engine.table, _drop_created(engine, tenant, snapshot_id, name))
 
 
 def take_back_staged(engine: Engine, marker_key: dict[str, Any], part_keys: list[dict[str, Any]]) -> Steps[bool]:
@@ -706,15 +709,8 @@ def take_back_staged(engine: Engine, marker_key: dict[str, Any], part_keys: list
     delete its parts, then the marker. False when the marker was gone: the commit landed (or another
     took it back), and nothing is deleted. A failure part-way leaves the void marker naming the parts,
     so running this again finishes it."""
-    void = {
-        "Update": {
-            "TableName": engine.table,
-            "Key": marker_key,
-            **render(condition=exists("pk"), update=Update().set("void", {"BOOL": True})),
-        }
-    }
     try:
-        yield from write_one(engine.table, void)
+        yield from write_one(engine.table, _void(engine, marker_key))
     except Cancelled:
         return False
     yield from batch_write(engine.table, [{"DeleteRequest": {"Key": k}} for k in part_keys])
