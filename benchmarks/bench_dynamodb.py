@@ -701,6 +701,16 @@ def _bytes(window: list[Tally]) -> float:
     return _mean([t.bytes_written for t in window])
 
 
+def window_spread(side: Side, turns: int) -> str:
+    """How the bytes of every 10-turn window (turns 1-10, 11-20, ...) compare with those of turns 1-10:
+    the median and largest ratio, and how many windows pass 1.25x. One window says little where a page
+    folds every few turns: this shows the whole chat."""
+    first = _bytes(_window(side, 1, 10))
+    ratios = [_bytes(_window(side, start, start + 9)) / first for start in range(1, turns - 8, 10)]
+    over = sum(1 for r in ratios if r > 1.25)
+    return f"{statistics.median(ratios):.2f}x, {max(ratios):.2f}x, {over} of {len(ratios)}"
+
+
 def _calls_text(calls: Counter[str]) -> str:
     db = {k: v for k, v in calls.items() if not k.startswith("s3:")}
     s3 = {k[3:]: v for k, v in calls.items() if k.startswith("s3:")}
@@ -774,6 +784,12 @@ def table(
         row(
             f"  turns {turns - 99}-{turns} / turns 1-100 (ours: every turn played)",
             f"{_bytes(_window(ours, turns - 99, turns)) / _bytes(_window(ours, 1, 100)):.2f}x",
+            [],
+        )
+    if turns >= 20:
+        row(
+            "  every 10-turn window / turns 1-10 (ours): median, max, windows over 1.25x",
+            window_spread(ours, turns),
             [],
         )
     row(
