@@ -701,7 +701,7 @@ def _bytes(window: list[Tally]) -> float:
     return _mean([t.bytes_written for t in window])
 
 
-def window_spread(side: Side, turns: int) -> str:
+def _window_spread(side: Side, turns: int) -> str:
     """How the bytes of every 10-turn window (turns 1-10, 11-20, ...) compare with those of turns 1-10:
     the median and largest ratio, and how many windows pass 1.25x. One window says little where a page
     folds every few turns: this shows the whole chat."""
@@ -789,7 +789,7 @@ def table(
     if turns >= 20:
         row(
             "  every 10-turn window / turns 1-10 (ours): median, max, windows over 1.25x",
-            window_spread(ours, turns),
+            _window_spread(ours, turns),
             [],
         )
     row(
