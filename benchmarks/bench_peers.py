@@ -553,7 +553,9 @@ def run(args: argparse.Namespace) -> int:
                     (label, op, {p: [statistics.median(s) / 1000, *medians[p]] for p, s in samples.items() if s})
                 )
                 print(f"  {op}: done; load {load()}", flush=True)
-        memory = remotes["ours"].ask(cmd="memory", turns=args.chat_turns) if "ours" in remotes else None
+        memory = (
+            remotes["ours"].ask(cmd="memory", turns=args.chat_turns) if "ours" in remotes and args.chat_turns else None
+        )
     finally:
         for remote in remotes.values():
             remote.close()
@@ -626,7 +628,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=2_000, help="timed calls per batch (at most)")
     parser.add_argument("--seconds", type=float, default=1.0, help="time budget per batch")
     parser.add_argument("--genkit-max", type=int, default=100_000, help="skip genkit above this many sessions")
-    parser.add_argument("--chat-turns", type=int, default=2_000)
+    parser.add_argument("--chat-turns", type=int, default=2_000, help="turns of the memory chat (0: skip it)")
     parser.add_argument("--quick", action="store_true", help="3 rounds of at most 500 calls")
     args = parser.parse_args(argv)
     if args.worker:

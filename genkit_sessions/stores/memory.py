@@ -83,6 +83,9 @@ class _Session:
     expires_at: datetime | None = None
     record: tuple[Any, SessionRecord] | None = attrs.field(default=None, eq=False, repr=False)
     """The record last built, with what it was built from."""
+    leaf: SessionSnapshot | None = attrs.field(default=None, eq=False, repr=False)
+    """The session's leaf, held as the stored snapshot itself (the same object as in the tenant's
+    ``snapshots``), kept up to date by every write: a session lookup is one probe of ``sessions``."""
 
     @property
     def visible_version(self) -> int:
@@ -92,12 +95,10 @@ class _Session:
 
 @attrs.define
 class _Tenant:
-    """One tenant's data. ``leaves`` maps a session id to its leaf, held as the stored
-    snapshot itself (the same object as in ``snapshots``), so a session lookup is one probe."""
+    """One tenant's data: its snapshots by id and its sessions (each with its leaf) by id."""
 
     snapshots: dict[str, SessionSnapshot] = attrs.Factory(dict)
     sessions: dict[str, _Session] = attrs.Factory(dict)
-    leaves: dict[str, SessionSnapshot] = attrs.Factory(dict)
     deleted_versions: dict[str, int] = attrs.Factory(dict)
     """The version a deleted session had, so a session created again under its id never reuses one."""
     index: dict[tuple[str, str], dict[str, str]] = attrs.Factory(dict)
@@ -191,7 +192,6 @@ class InMemorySessionStore:
     def _drop(self, tenant: _Tenant, session_id: str) -> int:
         """Delete a session's record, snapshots and index entries (caller holds the lock)."""
         session = tenant.sessions.pop(session_id, None)
-        tenant.leaves.pop(session_id, None)
         if session is None:
             return 0
         tenant.deleted_versions[session_id] = session.version
@@ -225,10 +225,10 @@ class InMemorySessionStore:
                 if found is not None and self._live(tenant, found.session_id) is None:
                     return None
                 return found
-            leaf = tenant.leaves.get(session_id)  # type: ignore[arg-type]
             session = tenant.sessions.get(session_id)  # type: ignore[arg-type]
             if session is None or (session.expires_at is not None and self._live(tenant, session_id) is None):
                 return None
+            leaf = session.leaf
             if leaf is not None:
                 return leaf
             if not session.ids:
@@ -286,14 +286,14 @@ class InMemorySessionStore:
                 self._advance(tenant, session_id, session)
                 session.created_at = session.created_at or snapshot.created_at
                 session.updated_at = snapshot.updated_at or snapshot.created_at
-                tenant.leaves[session_id] = snapshot
+                session.leaf = snapshot
             else:
+                session = tenant.sessions[session_id]
                 if existing.effective_status is not snapshot.effective_status or _state_changed(existing, snapshot):
-                    session = tenant.sessions[session_id]
                     self._advance(tenant, session_id, session)
                     session.updated_at = snapshot.updated_at or session.updated_at
-                if tenant.leaves.get(session_id) is existing:
-                    tenant.leaves[session_id] = snapshot
+                if session.leaf is existing:
+                    session.leaf = snapshot
             tenant.snapshots[snapshot_id] = snapshot
             if self._watchers and (existing is None or existing.effective_status is not snapshot.effective_status):
                 self._notify(tenant, snapshot_id, snapshot.effective_status)
@@ -319,7 +319,7 @@ class InMemorySessionStore:
             session = self._live(tenant, session_id)
             if session is None:
                 return []
-            leaf = tenant.leaves.get(session_id)
+            leaf = session.leaf
             members = [tenant.snapshots[i] for i in session.ids]
         return listing_order(members, leaf.snapshot_id if leaf is not None else None)
 
@@ -402,7 +402,7 @@ class InMemorySessionStore:
             def touch(session_id: str) -> None:
                 if session_id not in before:
                     known = tenant.sessions.get(session_id)
-                    leaf = tenant.leaves.get(session_id)
+                    leaf = known.leaf if known is not None else None
                     before[session_id] = (list(known.ids) if known else [], leaf.snapshot_id if leaf else None)
 
             for snapshot, session_id in batch:
@@ -432,11 +432,7 @@ class InMemorySessionStore:
             [tenant.snapshots[i] for i in session.ids if i not in held],
             leaf_id,
         )
-        leaf = leaf_of(order)
-        if leaf is not None:
-            tenant.leaves[session_id] = leaf
-        else:
-            tenant.leaves.pop(session_id, None)
+        session.leaf = leaf_of(order)
         session.ids = [s.snapshot_id for s in order]
         if order:
             created = min(m.created_at for m in order)
@@ -466,11 +462,11 @@ class InMemorySessionStore:
             session = self._live(tenant, session_id)
             if session is None:
                 return None, None
-            return self._record(tenant, session_id, session), tenant.leaves.get(session_id)
+            return self._record(tenant, session_id, session), session.leaf
 
     @staticmethod
     def _record(tenant: _Tenant, session_id: str, session: _Session) -> SessionRecord:
-        leaf = tenant.leaves.get(session_id)
+        leaf = session.leaf
         leaf_id = leaf.snapshot_id if leaf is not None else None
         key = (session.visible_version, session.created_at, session.updated_at, leaf_id, session.expires_at)
         cached = session.record
