@@ -450,7 +450,7 @@ class InMemorySessionStore:
         with self._lock:
             tenant = self._tenant(context)
             session = self._live(tenant, session_id)
-            return None if session is None else self._record(tenant, session_id, session)
+            return None if session is None else self._record(session_id, session)
 
     def get_session_leaf(
         self, session_id: str, *, context: Context = None
@@ -462,10 +462,10 @@ class InMemorySessionStore:
             session = self._live(tenant, session_id)
             if session is None:
                 return None, None
-            return self._record(tenant, session_id, session), session.leaf
+            return self._record(session_id, session), session.leaf
 
     @staticmethod
-    def _record(tenant: _Tenant, session_id: str, session: _Session) -> SessionRecord:
+    def _record(session_id: str, session: _Session) -> SessionRecord:
         leaf = session.leaf
         leaf_id = leaf.snapshot_id if leaf is not None else None
         key = (session.visible_version, session.created_at, session.updated_at, leaf_id, session.expires_at)
@@ -566,7 +566,7 @@ class InMemorySessionStore:
                     tenant.index.setdefault((name, value), {})[session_id] = session.created_at
             if first:  # checked above, so the restore cannot refuse them part-way
                 self.restore_snapshots(first, context=context)
-            return self._record(tenant, session_id, session)
+            return self._record(session_id, session)
 
     def set_session_metadata(
         self, session_id: str, name: str, value: str | None, *, context: Context = None
@@ -593,7 +593,7 @@ class InMemorySessionStore:
                     self._unindex(tenant, name, old, session_id)
                 if value is not None:
                     tenant.index.setdefault((name, value), {})[session_id] = session.created_at
-            return self._record(tenant, session_id, session)
+            return self._record(session_id, session)
 
     def find_sessions(
         self, name: str, value: str, *, limit: int = 100, page_token: str | None = None, context: Context = None
@@ -620,7 +620,7 @@ class InMemorySessionStore:
                 if len(records) == limit:
                     more = True
                     break
-                records.append(self._record(tenant, sid, session))
+                records.append(self._record(sid, session))
         token = rules.encode_page_token(records[-1].created_at, records[-1].id) if more else None
         return SessionPage(tuple(records), token)
 
