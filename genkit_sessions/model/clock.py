@@ -10,7 +10,15 @@ from datetime import datetime, timedelta, timezone
 
 from genkit_sessions.errors import GenkitError, Reason, Status
 
-__all__ = ["Clock", "MonotonicStamper", "check_clock", "format_timestamp", "parse_timestamp", "utc_now"]
+__all__ = [
+    "Clock",
+    "MonotonicStamper",
+    "check_clock",
+    "format_timestamp",
+    "guarded_clock",
+    "parse_timestamp",
+    "utc_now",
+]
 
 Clock = Callable[[], datetime]
 """A function returning the current time as an aware datetime."""
@@ -48,6 +56,25 @@ def check_clock(clock: object, option: str = "clock") -> None:
         f"{option} must be a function returning a timezone-aware datetime, but {problem}; {advice}",
         reason=Reason.INVALID_INPUT,
     )
+
+
+def guarded_clock(clock: Clock) -> Clock:
+    """``clock``, raising UNAVAILABLE when a read fails, so a store's caller sees a status and knows a retry
+    may succeed (a caller's clock can fail where the default one cannot: ``utc_now`` is returned as it is)."""
+    if clock is utc_now:
+        return clock
+
+    def read() -> datetime:
+        try:
+            return clock()
+        except Exception as exc:
+            raise GenkitError(
+                Status.UNAVAILABLE,
+                f"the store's clock failed ({type(exc).__name__}: {exc}) and nothing was written; retry the "
+                "call, and check the clock= function given to the store",
+            ) from exc
+
+    return read
 
 
 def format_timestamp(moment: datetime) -> str:

@@ -30,6 +30,7 @@ from genkit_sessions.model.clock import (
     MonotonicStamper,
     check_clock,
     format_timestamp,
+    guarded_clock,
     parse_timestamp,
     utc_now,
 )
@@ -141,8 +142,8 @@ class InMemorySessionStore:
         check_clock(clock)
         rules.check_option("require_tenant", require_tenant, isinstance(require_tenant, bool), "a bool", "True")
         self._tenant_of = required_tenant(tenant_of) if require_tenant else tenant_of
-        self._clock = clock
-        self._stamp = MonotonicStamper(clock)
+        self._clock = guarded_clock(clock)
+        self._stamp = MonotonicStamper(self._clock)
         self._indexed = rules.indexed_keys(indexed_metadata)
         self._tenants: dict[str, _Tenant] = {}
         self._lock = threading.RLock()
@@ -268,6 +269,9 @@ class InMemorySessionStore:
                 return None
             session_id: str = snapshot.session_id  # type: ignore[assignment]
             live = self._live(tenant, session_id)
+            # A sliding expiry moves to now: the clock is read before anything changes, so a clock that
+            # fails leaves the store as it was.
+            now = self._clock() if live is not None and live.sliding else None
             if expected is not None:
                 current = live.visible_version if live is not None else 0
                 if current != expected:  # refused before anything changes, an expired session included
@@ -283,14 +287,14 @@ class InMemorySessionStore:
             if existing is None:
                 session = tenant.session(session_id)
                 session.ids.append(snapshot_id)
-                self._advance(tenant, session_id, session)
+                self._advance(session, now)
                 session.created_at = session.created_at or snapshot.created_at
                 session.updated_at = snapshot.updated_at or snapshot.created_at
                 session.leaf = snapshot
             else:
                 session = tenant.sessions[session_id]
                 if existing.effective_status is not snapshot.effective_status or _state_changed(existing, snapshot):
-                    self._advance(tenant, session_id, session)
+                    self._advance(session, now)
                     session.updated_at = snapshot.updated_at or session.updated_at
                 if session.leaf is existing:
                     session.leaf = snapshot
@@ -299,12 +303,15 @@ class InMemorySessionStore:
                 self._notify(tenant, snapshot_id, snapshot.effective_status)
             return snapshot
 
-    def _advance(self, tenant: _Tenant, session_id: str, session: _Session) -> None:
-        """V8 and V7: one version up; a sliding expiry moves to now plus its ttl, never back (a write in
-        the instant the session was created, whose stamp is a microsecond on, keeps its expiry)."""
+    @staticmethod
+    def _advance(session: _Session, now: datetime | None) -> None:
+        """V8 and V7: one version up; a sliding expiry moves to ``now`` (read before the write changed
+        anything) plus its ttl, never back (a write in the instant the session was created, whose stamp is
+        a microsecond on, keeps its expiry)."""
         session.version += 1
         if session.sliding and session.ttl is not None:
-            slid = self._clock() + session.ttl
+            assert now is not None, "a write to a sliding session reads the clock first"
+            slid = now + session.ttl
             if session.expires_at is None or slid > session.expires_at:
                 session.expires_at = slid  # its heap entry moves when it comes due
 
