@@ -20,10 +20,12 @@ text (:func:`stored_list`); any other message as its wire JSON.
 A snapshot normally adds one small *delta* blob to its parent's recipe. Every
 ``checkpoint_every`` deltas, the trailing deltas are folded into one *page* of
 level 1 holding just the messages appended since the previous page plus the
-full rest; every ``checkpoint_every`` pages of level 1 are folded the same way
-into a page of level 2. So no message is written more than three times, and a
-recipe stays short: a read of a long chat fetches its level-2 pages and at most
-``checkpoint_every - 1`` pages of level 1 and deltas each.
+full rest; every two pages of level 1 are folded the same way into a page of
+level 2, and pages of level 2 into top pages of about 256 KB. So no message is
+written more than four times, every run of ``2 * checkpoint_every`` turns
+writes the same fold work, and a recipe stays short: a read of a long chat
+fetches its top pages, at most 15 pages of level 2, one of level 1 and
+``checkpoint_every - 1`` deltas.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from genkit_sessions.model.types import Message, Messages, Role, SessionState, T
 from genkit_sessions.model.wire import messages_from_wire, to_wire
 
 __all__ = [
+    "PAGES_EVERY",
     "CorruptData",
     "Plan",
     "Recipe",
@@ -627,12 +630,13 @@ def _carry(
 ) -> tuple[int, int]:
     """Where a new blob goes: ``(level, kept)``, keeping the first ``kept`` refs.
 
-    Like adding one in base ``every``: a new delta that would make ``every`` in a
-    row becomes a page of level 1 replacing them, which may in turn complete
-    ``every`` pages of level 1, and so on. The last step, into the top level, is
-    taken by size instead: when the pages of level ``top - 1`` in a row hold at
-    least ``top_bytes`` compressed (or would be ``top_count``), so top pages are
-    few and large (about ``top_bytes`` each) whatever the size of a turn.
+    Like adding one in a mixed radix: a new delta that would make ``every`` in
+    a row becomes a page of level 1 replacing them; a page of level 1 that
+    would make :data:`PAGES_EVERY` in a row becomes a page of level 2, and so on.
+    The last step, into the top level, is taken by size instead: when the
+    pages of level ``top - 1`` in a row hold at least ``top_bytes`` compressed
+    (or would be ``top_count``), so top pages are few and large (about
+    ``top_bytes`` each) whatever the size of a turn.
     """
     kept, level = len(levels), 0
     while level < top:
@@ -640,7 +644,7 @@ def _carry(
         while run < kept and levels[kept - 1 - run] == level:
             run += 1
         if level < top - 1:
-            if run + 1 < every:
+            if run + 1 < (every if level == 0 else PAGES_EVERY):
                 break
         elif sum(sizes[kept - run : kept]) < top_bytes and run + 1 < top_count:
             break
@@ -649,6 +653,10 @@ def _carry(
     return level, kept
 
 
+PAGES_EVERY = 2
+"""How many pages of level 1 (or more, below the top) a page of the next level folds. Two, so that a page of
+level 2 holds ``2 * checkpoint_every`` turns and every run of that many turns, wherever it starts, writes the
+same fold work: no turn writes a page of 25 turns at once."""
 TOP_BYTES = 256 * 1024
 """The compressed size from which pages are folded into one page of the top level."""
 TOP_COUNT = 16

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from genkit_sessions import Message, SessionState, to_wire
 from genkit_sessions.dynamodb._calls import run_pure
 from genkit_sessions.dynamodb._codec import (
+    PAGES_EVERY,
     CorruptData,
     Recipe,
     apply_patch,
@@ -144,7 +145,7 @@ def test_every_state_of_a_chain_rebuilds_exactly_from_its_recipe(plan_steps: lis
         rebuilt = _rebuild(recipe, blobs)
         assert (to_wire(rebuilt) if rebuilt else None) == (to_wire(new_state) if new_state else None)
         assert list(recipe.levels) == sorted(recipe.levels, reverse=True)  # pages first, highest level first
-        assert all(recipe.levels.count(level) < max(every, 2) for level in (0, 1))
+        assert recipe.levels.count(0) < max(every, 2) and recipe.levels.count(1) < PAGES_EVERY
         assert recipe.levels.count(2) < 16
         state = new_state
 
@@ -168,9 +169,36 @@ def test_appended_messages_are_written_at_most_four_times_and_recipes_stay_short
     assert max(written.values()) <= 4
     assert recipe is not None
     below_top = [recipe.levels.count(level) for level in (0, 1, 2)]
-    assert below_top[0] < every and below_top[1] < every and below_top[2] < 6
+    assert below_top[0] < every and below_top[1] < PAGES_EVERY and below_top[2] < 6
     top = recipe.levels.count(3)
-    assert top <= turns // every**2 // 2 + 1  # a top page folds at least two pages of level 2
+    assert top <= turns // (every * PAGES_EVERY) // 2 + 1  # a top page folds at least two pages of level 2
+
+
+@settings(deadline=None)
+@given(st.integers(2, 8), st.integers(0, 2))
+def test_every_run_of_turns_as_long_as_a_level_two_page_writes_the_same_pages_unless_a_top_page_closes(
+    every: int, kb: int
+) -> None:
+    span = every * PAGES_EVERY  # the turns a page of level 2 holds
+    state: SessionState | None = None
+    recipe: Recipe | None = None
+    paged: list[int] = []  # messages each turn wrote into pages
+    top_turns: set[int] = set()
+    for turn in range(34 * every):  # past the turn where 16 pages of level 2 become a top page
+        new_state = _next_state(state, ("append", [f"u{turn} " + "x" * (1000 * kb), f"m{turn}"]))
+        plan = plan_state(state, recipe, new_state, every)
+        messages = len(plan.payload.get("a", []) + plan.payload.get("m", []))
+        paged.append(messages if plan.is_page else 0)
+        if plan.level == 3:
+            top_turns.add(turn)
+        assert plan.level == 3 or not plan.is_page or messages <= 2 * span  # two messages a turn
+        recipe = plan.recipe(f"b{turn}", 1, len(compress(plan.payload)))
+        state = new_state
+    assert top_turns, "the chat reached a top page"
+    for start in range(len(paged) - span + 1):
+        if top_turns.isdisjoint(range(start, start + span)):
+            # one page of level 1 (every turns) and one of level 2 (span turns), two messages a turn
+            assert sum(paged[start : start + span]) == 2 * (every + span), start
 
 
 def _chain(turns: int, every: int, **options: Any) -> tuple[SessionState | None, Recipe | None, dict[str, Any]]:

@@ -559,12 +559,14 @@ def test_a_writer_holding_an_old_head_version_cannot_drop_an_id_another_writer_a
     assert {s.snapshot_id for s in cold(store).list_snapshots("s")} == {"root", "x", "y"}
 
 
-def test_a_long_chat_reads_its_big_pages_and_at_most_four_blobs_per_lower_level(make_dynamo: StoreFactory) -> None:
-    store = make_dynamo()  # checkpoint_every=5: pages of 5 and 25 turns
+def test_a_long_chat_reads_its_big_pages_one_page_of_level_one_and_at_most_four_deltas(
+    make_dynamo: StoreFactory,
+) -> None:
+    store = make_dynamo()  # checkpoint_every=5: pages of 5 and 10 turns
     ids = _chat(store, "s", 68, size=200)
     item = next(i for i in scan(store) if i["pk"]["S"].endswith(SEP + ids[-1]) and i["sk"]["S"] == SNAPSHOT_SK)
     recipe = Recipe.of(item)
-    assert recipe.levels == (2, 2, 1, 1, 1, 0, 0, 0)  # 68 turns = 25 + 25 + 5 + 5 + 5 + 1 + 1 + 1
+    assert recipe.levels == (2, 2, 2, 2, 2, 2, 1, 0, 0, 0)  # 68 turns = 6 x 10 + 5 + 1 + 1 + 1
     assert recipe.ends[-1] == 2 * 68
     guard = guard_of(store)
     guard.reset()

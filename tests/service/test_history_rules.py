@@ -99,9 +99,9 @@ def test_h2_a_window_is_the_newest_messages_oldest_first_and_says_it_truncated(s
     assert service.read_window("absent", max_messages=5).messages == ()
 
 
-@pytest.mark.parametrize("turns", [25, 50])
+@pytest.mark.parametrize("turns", [10, 25, 50])
 def test_h2_a_window_exactly_at_a_stored_page_boundary(service: SessionService, turns: int) -> None:
-    _chat(service, "s", turns)  # 25 turns is where a level-2 page closes on DynamoDB
+    _chat(service, "s", turns)  # on DynamoDB a level-2 page closes at 10 and 50 turns, a level-1 page at 25
     active = service.get_active_messages("s")
     for size in (1, 49, 50, 51):
         window = service.read_window("s", max_messages=size)
