@@ -52,7 +52,7 @@ from bench_service import Prose, log
 
 from genkit_sessions import InMemorySessionStore, Message, SessionService, SessionSnapshot, SessionState
 from genkit_sessions.dynamodb import DynamoDBSessionStore, create_table
-from genkit_sessions.dynamodb._codec import _carry
+from genkit_sessions.dynamodb._codec import TOP_BYTES, TOP_COUNT, _carry
 from genkit_sessions.dynamodb._items import item_size
 from genkit_sessions.model.types import SnapshotStatus
 from genkit_sessions.service.service import _with_event_ids
@@ -165,11 +165,12 @@ def add_turns(service: SessionService, session_id: str, texts: Texts, turns: int
 
 
 def turn_by_turn_blocks(
-    turns: int, restored: int = 0, checkpoint_every: int = 5, top: int = 2, max_pages: int = 48
+    turns: int, restored: int = 0, checkpoint_every: int = 5, top: int = 3, max_pages: int = 48
 ) -> tuple[int, ...]:
     """The message count of each stored block that ``turns`` two-message saves leave (``plan_state``'s
-    carry, on levels alone); with ``restored``, when the first that many turns were restored as one
-    snapshot (one blob of level 0) and the rest saved one by one."""
+    carry, on levels alone: top pages fold 16 pages of level 2, as they do while those hold under
+    256 KB); with ``restored``, when the first that many turns were restored as one snapshot (one blob
+    of level 0) and the rest saved one by one."""
     levels: list[int] = [0] if restored else []
     ends: list[int] = [2 * restored] if restored else []
     for turn in range(restored + 1, turns + 1):
@@ -177,7 +178,7 @@ def turn_by_turn_blocks(
         if not levels:
             levels, ends = [0], [end]
             continue
-        level, kept = _carry(tuple(levels), checkpoint_every, top)
+        level, kept = _carry(tuple(levels), (0,) * len(levels), checkpoint_every, top, TOP_BYTES, TOP_COUNT)
         if level == 0:
             levels.append(0)
             ends.append(end)

@@ -45,6 +45,13 @@ from genkit_sessions.model.types import Message, Messages, Role, SessionState, T
 from genkit_sessions.model.wire import messages_from_wire, to_wire
 
 __all__ = [
+    "seal",
+    "unpack_refs",
+    "sealed_record",
+    "sealed_hint",
+    "pack_refs",
+    "open_record",
+    "open_hint",
     "PAGES_EVERY",
     "CorruptData",
     "Plan",
@@ -77,6 +84,7 @@ __all__ = [
 
 _FORMAT = b"\x01"
 _PACKED = b"\x02"
+_SEALED = b"\x03"
 
 
 class CorruptData(ValueError):
@@ -355,7 +363,7 @@ def pack_record(record: bytes, tag: str, blob: bytes) -> bytes:
 
 def unpack_record(data: bytes) -> tuple[bytes, str | None, bytes | None]:
     """Invert :func:`pack_record`: ``(record, tag, blob)``, or ``(record, None, None)`` for a record alone."""
-    if data[:1] == _FORMAT:
+    if data[:1] in (_FORMAT, _SEALED):
         return data, None, None
     if data[:1] != _PACKED or len(data) < 6:
         raise CorruptData("unknown record format tag")
@@ -499,9 +507,11 @@ class Recipe:
     """For a recipe ending in an update blob: the update blob the snapshot's state held before its changes
     in place since then, each of which kept every message it had and appended (empty: none did)."""
 
-    def to_json(self) -> list[Any]:
+    def to_json(self, sealed: bool = False) -> list[Any]:
+        """The recipe as JSON; ``sealed``: with the count of its refs in place of the refs, which
+        :func:`seal` stores as bytes beside it."""
         data = [
-            [list(ref) for ref in self.refs],
+            len(self.refs) if sealed else [list(ref) for ref in self.refs],
             list(self.levels),
             list(self.ends),
             list(self.sizes),
@@ -509,13 +519,16 @@ class Recipe:
         ]
         return [*data, self.grown_from] if self.grown_from else data
 
-    def hint_json(self) -> list[Any]:
+    def hint_json(self, sealed: bool = False) -> list[Any]:
         """What a read needs of the recipe (a session head's read hint): the refs, levels, ends and message
         sizes; only a write plans with the compressed sizes, and it plans from the snapshot's own record."""
-        return [[list(ref) for ref in self.refs], list(self.levels), list(self.ends), [], list(self.message_sizes)]
+        refs: Any = len(self.refs) if sealed else [list(ref) for ref in self.refs]
+        return [refs, list(self.levels), list(self.ends), [], list(self.message_sizes)]
 
     @classmethod
-    def from_json(cls, data: Any) -> Recipe:
+    def from_json(cls, data: Any, refs_of_seal: Sequence[tuple[str, int]] | None = None) -> Recipe:
+        """Read :meth:`to_json`'s output (or :meth:`hint_json`'s); ``refs_of_seal``: the refs a seal held,
+        for a recipe written ``sealed``."""
         try:
             if not isinstance(data, list) or not 3 <= len(data) <= 6:
                 raise ValueError(f"a recipe is a list of 3 to 6 entries, got {type(data).__name__}")
@@ -523,6 +536,12 @@ class Recipe:
             if not isinstance(grown_from, str):
                 raise ValueError("the update blob a recipe grew from is not a name")
             refs, levels, ends = data[:3]
+            if refs_of_seal is not None:
+                if type(refs) is not int or refs != len(refs_of_seal):
+                    raise ValueError("a sealed recipe does not count the refs its seal holds")
+                refs = refs_of_seal
+            elif not isinstance(refs, list):
+                raise ValueError("a recipe's refs are not a list")
             sizes: Any = data[3] if len(data) > 3 and data[3] else [0] * len(refs)
             message_sizes: Any = data[4] if len(data) > 4 else [UNKNOWN] * len(refs)
             recipe = cls(
@@ -572,6 +591,150 @@ on each change of the snapshot's state; every other blob is immutable."""
 def is_update_blob(name: str) -> bool:
     """Whether a blob name is a snapshot's update blob (its tag is :data:`UPDATE_TAG`)."""
     return name.rpartition("\x1f")[2].startswith(UPDATE_TAG)
+
+
+# --- sealed values: a recipe's blob references as bytes ---------------------------------------
+
+SEP = "\x1f"
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_NONCE_TAG = re.compile(r"[a-z][0-9a-f]{12}")
+_OWNER, _UUID_FORM, _TEXT_FORM = 0, 1, 2  # how a reference names its snapshot (the flag byte's low bits)
+_TEXT_TAG = 4  # the flag bit of a tag spelled out (else: its letter and its 6-byte nonce)
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def pack_refs(refs: Sequence[tuple[str, int]], owner: str) -> bytes:
+    """Blob references as bytes, about 25 a reference where their JSON takes about 33 compressed (random
+    ids do not compress): a flag byte; the snapshot, as nothing when it is ``owner`` (the snapshot whose
+    record, or the leaf whose read hint, holds the recipe), a UUID's 16 bytes, or its UTF-8 text; the
+    tag, as its letter and 6-byte nonce, or its text; then the part count. Text is length-prefixed."""
+    out = bytearray()
+    for name, parts in refs:
+        snapshot, _, tag = name.rpartition(SEP)
+        if snapshot == owner:
+            flags, body = _OWNER, b""
+        elif _UUID.fullmatch(snapshot):
+            flags, body = _UUID_FORM, bytes.fromhex(snapshot.replace("-", ""))
+        else:
+            text = snapshot.encode("utf-8")
+            flags, body = _TEXT_FORM, _varint(len(text)) + text
+        if _NONCE_TAG.fullmatch(tag):
+            body += tag[:1].encode("ascii") + bytes.fromhex(tag[1:])
+        else:
+            text = tag.encode("utf-8")
+            flags, body = flags | _TEXT_TAG, body + _varint(len(text)) + text
+        out += bytes([flags]) + body + _varint(parts)
+    return bytes(out)
+
+
+def unpack_refs(data: bytes, owner: str) -> tuple[tuple[str, int], ...]:
+    """Invert :func:`pack_refs`; raise :class:`CorruptData` for bytes it cannot have written."""
+    refs: list[tuple[str, int]] = []
+    at = 0
+
+    def take(count: int) -> bytes:
+        nonlocal at
+        if at + count > len(data):
+            raise CorruptData("sealed blob references are cut short")
+        at += count
+        return data[at - count : at]
+
+    def varint() -> int:
+        value = shift = 0
+        while True:
+            byte = take(1)[0]
+            value |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                return value
+            shift += 7
+            if shift > 63:
+                raise CorruptData("a sealed blob reference holds an overlong number")
+
+    def text() -> str:
+        try:
+            return take(varint()).decode("utf-8")
+        except UnicodeDecodeError:
+            raise CorruptData("a sealed blob reference holds text that is not UTF-8") from None
+
+    while at < len(data):
+        flags = take(1)[0]
+        form = flags & 3
+        if flags & ~(3 | _TEXT_TAG) or form > _TEXT_FORM:
+            raise CorruptData(f"a sealed blob reference has unknown flags {flags:#x}")
+        if form == _OWNER:
+            snapshot = owner
+        elif form == _UUID_FORM:
+            hexed = take(16).hex()
+            snapshot = f"{hexed[:8]}-{hexed[8:12]}-{hexed[12:16]}-{hexed[16:20]}-{hexed[20:]}"
+        else:
+            snapshot = text()
+        if flags & _TEXT_TAG:
+            tag = text()
+        else:
+            letter = take(1)
+            if not b"a" <= letter <= b"z":
+                raise CorruptData("a sealed blob reference's tag does not start with a letter")
+            tag = letter.decode("ascii") + take(6).hex()
+        refs.append((f"{snapshot}{SEP}{tag}", varint()))
+    return tuple(refs)
+
+
+def seal(value: Any, recipe: Recipe, owner: str) -> bytes:
+    """``value`` (JSON holding ``recipe.to_json(sealed=True)`` or ``recipe.hint_json(sealed=True)``) with
+    the recipe's refs as bytes beside it (:func:`pack_refs`): a format tag, a 4-byte length, the refs,
+    then :func:`compress` output. A snapshot's record and a head's read hint are stored this way."""
+    refs = pack_refs(recipe.refs, owner)
+    return _SEALED + len(refs).to_bytes(4, "big") + refs + compress(value)
+
+
+def _opened(data: bytes) -> tuple[Any, bytes | None]:
+    """The JSON value of :func:`seal` or :func:`compress` output, and the packed refs (None: not sealed)."""
+    if data[:1] != _SEALED:
+        return decompress(data), None
+    size = int.from_bytes(data[1:5], "big") if len(data) >= 5 else -1
+    if size < 0 or len(data) < 5 + size:
+        raise CorruptData("a sealed value is cut short")
+    return decompress(data[5 + size :]), data[5 : 5 + size]
+
+
+def open_record(data: bytes) -> tuple[Any, Recipe]:
+    """A snapshot's record (``rec`` unpacked, or ``u``): its envelope's wire JSON and its recipe. Sealed,
+    its refs name the snapshot itself by the envelope's ``snapshotId``; written before seals existed, its
+    recipe holds its refs as JSON."""
+    record, packed = _opened(data)
+    try:
+        envelope = record["e"]
+        owner = envelope["snapshotId"] if packed is not None else ""
+        if not isinstance(owner, str):
+            raise TypeError("snapshotId is not a string")
+        return envelope, Recipe.from_json(record["r"], None if packed is None else unpack_refs(packed, owner))
+    except (KeyError, TypeError) as exc:
+        raise CorruptData(f"malformed record: {exc!r}") from None
+
+
+def open_hint(data: bytes, leaf: str) -> Recipe:
+    """A session head's read hint (``rc``) of its leaf ``leaf``."""
+    hint, packed = _opened(data)
+    return Recipe.from_json(hint, None if packed is None else unpack_refs(packed, leaf))
+
+
+def sealed_record(envelope: Any, recipe: Recipe) -> bytes:
+    """A snapshot's record as :func:`open_record` reads it; ``envelope``: the wire JSON of the snapshot
+    without its state, whose ``snapshotId`` its own blob references leave out."""
+    return seal({"e": envelope, "r": recipe.to_json(sealed=True)}, recipe, envelope["snapshotId"])
+
+
+def sealed_hint(recipe: Recipe, leaf: str) -> bytes:
+    """The read hint of ``leaf``'s recipe, as :func:`open_hint` reads it."""
+    return seal(recipe.hint_json(sealed=True), recipe, leaf)
 
 
 @attrs.frozen

@@ -57,12 +57,12 @@ from genkit_sessions.dynamodb._codec import (
     CorruptData,
     Plan,
     Recipe,
-    compress,
     compress_steps,
     decompress,
     pack_record,
     pack_update,
     plan_state_steps,
+    sealed_record,
     split_parts,
     strict_equal,
 )
@@ -222,7 +222,7 @@ def new_blob(engine: Engine, snapshot_id: str, plan: Plan, update: bool = False)
 
 
 def record_bytes(snapshot: SessionSnapshot, recipe: Recipe) -> bytes:
-    record = compress({"e": to_wire(attrs.evolve(snapshot, state=None)), "r": recipe.to_json()})
+    record = sealed_record(to_wire(attrs.evolve(snapshot, state=None)), recipe)
     if len(record) > RECORD_LIMIT:
         raise GenkitError(
             Status.INVALID_ARGUMENT,

@@ -34,7 +34,7 @@ import attrs
 
 from genkit_sessions.dynamodb import _keys as keys
 from genkit_sessions.dynamodb._calls import Cancelled, Steps, get_item, write_one
-from genkit_sessions.dynamodb._codec import Recipe, compress
+from genkit_sessions.dynamodb._codec import Recipe, sealed_hint
 from genkit_sessions.dynamodb._engine import Engine
 from genkit_sessions.dynamodb._expressions import Condition, Update, eq, exists, gt, not_exists, render, size_lt
 from genkit_sessions.dynamodb._items import CREATED_BY, Head, id_list, put_action
@@ -136,7 +136,7 @@ def new_snapshot(
     fields: dict[str, Any] = {
         "leaf": {"S": snapshot_id},
         "lc": created,
-        "rc": {"B": compress(recipe.hint_json())},
+        "rc": {"B": sealed_hint(recipe, snapshot_id)},
         "hv": {"S": version},
     }  # updatedAt is the leaf's createdAt (``lc``) until a change of a snapshot sets ``ua``
     if expires is not None:
@@ -271,7 +271,7 @@ def live_check(engine: Engine, tenant: str, session_id: str) -> dict[str, Any]:
 
 def hint(engine: Engine, tenant: str, session_id: str, snapshot_id: str, recipe: Recipe) -> dict[str, Any]:
     """Refresh the leaf's read hint while ``snapshot_id`` is still the leaf."""
-    update = Update().set("rc", {"B": compress(recipe.hint_json())})
+    update = Update().set("rc", {"B": sealed_hint(recipe, snapshot_id)})
     return {
         "Update": {
             "TableName": engine.table,
@@ -328,7 +328,7 @@ def restored(
             leaf={"S": leaf.snapshot_id},
             lc={"S": leaf.created_at},
             ua={"S": leaf.updated_at or leaf.created_at},
-            rc={"B": compress(leaf_recipe.hint_json())},
+            rc={"B": sealed_hint(leaf_recipe, leaf.snapshot_id)},
         )
     if expires is not None:
         head["exp"] = {"N": str(expires)}

@@ -35,8 +35,8 @@ from genkit_sessions.dynamodb._codec import (
     UNKNOWN,
     CorruptData,
     Recipe,
-    decompress,
     is_update_blob,
+    open_hint,
     stored_messages_steps,
     wire_message,
 )
@@ -197,7 +197,7 @@ def window(
     hint: Recipe | None = None
     if "rc" in item:
         try:
-            hint = Recipe.from_json(decompress(item["rc"]["B"]))
+            hint = open_hint(bytes(item["rc"]["B"]), leaf)
         except CorruptData:
             hint = None
     leaf_key = keys.snapshot_key(tenant, leaf)

@@ -29,11 +29,12 @@ from genkit_sessions.dynamodb._calls import (
 from genkit_sessions.dynamodb._codec import (
     CorruptData,
     Recipe,
-    decompress,
     decompress_text_steps,
     fold,
     is_update_blob,
     join_parts,
+    open_hint,
+    open_record,
     parse_inflated,
     stored_messages_steps,
     unpack_record,
@@ -85,9 +86,8 @@ def decode_item(engine: Engine, item: dict[str, Any], snapshot_id: str) -> tuple
     """The envelope (snapshot without state) and recipe stored on a snapshot item."""
     try:
         data = bytes(item["u"]["B"]) if "u" in item else unpack_record(bytes(item["rec"]["B"]))[0]
-        record = decompress(data)
-        envelope = from_wire(SessionSnapshot, record["e"])
-        recipe = Recipe.from_json(record["r"])
+        wire, recipe = open_record(data)
+        envelope = from_wire(SessionSnapshot, wire)
     except (CorruptData, KeyError, TypeError) as exc:
         raise engine.data_loss(snapshot_id, str(exc)) from None
     except GenkitError as exc:
@@ -378,7 +378,7 @@ def _leaf_of(engine: Engine, tenant: str, session_id: str, head: Head) -> Steps[
     hint: Recipe | None = None
     if "rc" in item:
         try:
-            hint = Recipe.from_json(decompress(item["rc"]["B"]))
+            hint = open_hint(bytes(item["rc"]["B"]), leaf)
         except CorruptData:
             hint = None
     wanted = [keys.snapshot_key(tenant, leaf)]

@@ -2,11 +2,17 @@
 boto3 (what AWS would store), independently of the store's own code.
 
 Keys: ``pk`` / ``sk`` strings, the separator U+001F. A snapshot item's sort key is ``s``, a head's ``h``;
-blob parts start ``b␟``, member pages ``l␟``. A snapshot's ``rec`` is its record, tagged ``0x01`` and
-zlib-compressed JSON ``{"e": <wire snapshot without state>, "r": <recipe>}``, or, packed with the blob
-it wrote, tagged ``0x02``, a 4-byte record length, the record, a 1-byte tag length, the tag, the blob.
-A recipe is ``[[[blob name, parts], ...], [level, ...], [message count after each blob, ...], [compressed
-size of each blob, ...]]`` (the sizes list is missing from recipes written before it existed). A snapshot
+blob parts start ``b␟``, member pages ``l␟``. A snapshot's ``rec`` is its record, JSON ``{"e": <wire
+snapshot without state>, "r": <recipe>}`` either tagged ``0x01`` and zlib-compressed (as written before
+seals existed) or sealed (below), or, packed with the blob it wrote, tagged ``0x02``, a 4-byte record
+length, the record, a 1-byte tag length, the tag, the blob. A recipe is ``[[[blob name, parts], ...],
+[level, ...], [message count after each blob, ...], [compressed size of each blob, ...], [message bytes
+each blob adds, ...]]`` (lists missing from recipes written before they existed). A sealed value (a record,
+or a head's read hint ``rc``) is tagged ``0x03``, then a 4-byte length, the recipe's refs as bytes, and the
+``0x01`` value, whose recipe holds the count of its refs in their place. Each ref is a flag byte (low two
+bits: 0 the snapshot is the record's own, or the hint's leaf; 1 a UUID as 16 bytes; 2 text; bit 2: the tag
+is text, else its letter and a 6-byte nonce), text as a LEB128 length then UTF-8, then the part count as a
+LEB128 number. A snapshot
 whose state changed holds its update blob in ``ub`` (a 1-byte tag length, the tag, the blob) when it fits
 its item, else in parts; an update blob's tag starts with ``u``. A blob's message list (``m`` or ``a``)
 holds a message of a known role and one text part as one string, the role's letter (``u``, ``m``, ``s``,
@@ -16,6 +22,7 @@ holds a message of a known role and one text part as one string, the role's lett
 from __future__ import annotations
 
 import json
+import uuid
 import zlib
 from typing import Any
 
@@ -44,9 +51,58 @@ def compress(value: Any) -> bytes:
     return b"\x01" + zlib.compress(json.dumps(value, separators=(",", ":")).encode("utf-8"))
 
 
+def _number(data: bytes, at: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        value |= (data[at] & 0x7F) << shift
+        at, shift = at + 1, shift + 7
+        if data[at - 1] < 0x80:
+            return value, at
+
+
+def _text(data: bytes, at: int) -> tuple[str, int]:
+    length, at = _number(data, at)
+    return data[at : at + length].decode("utf-8"), at + length
+
+
+def _refs(data: bytes, owner: str) -> list[list[Any]]:
+    refs, at = [], 0
+    while at < len(data):
+        flags, at = data[at], at + 1
+        if flags & 3 == 0:
+            snapshot = owner
+        elif flags & 3 == 1:
+            snapshot, at = str(uuid.UUID(bytes=data[at : at + 16])), at + 16
+        else:
+            snapshot, at = _text(data, at)
+        if flags & 4:
+            tag, at = _text(data, at)
+        else:
+            tag, at = chr(data[at]) + data[at + 1 : at + 7].hex(), at + 7
+        parts, at = _number(data, at)
+        refs.append([f"{snapshot}{SEP}{tag}", parts])
+    return refs
+
+
+def open_value(data: bytes, leaf: str = "") -> Any:
+    """The JSON of a record or of a read hint (of the head whose leaf is ``leaf``), a sealed one's refs put
+    back in its recipe as ``[[name, parts], ...]``."""
+    if data[:1] == b"\x01":
+        return decompress(data)
+    assert data[:1] == b"\x03", "not a record or read hint"
+    size = int.from_bytes(data[1:5], "big")
+    value = decompress(data[5 + size :])
+    recipe = value["r"] if isinstance(value, dict) else value
+    owner = value["e"]["snapshotId"] if isinstance(value, dict) else leaf
+    refs = _refs(data[5 : 5 + size], owner)
+    assert recipe[0] == len(refs)
+    recipe[0] = refs
+    return value
+
+
 def unpack_record(data: bytes) -> tuple[bytes, str | None, bytes | None]:
     """``(record, tag, blob)`` of a ``rec`` value (tag and blob None for a record alone)."""
-    if data[:1] == b"\x01":
+    if data[:1] in (b"\x01", b"\x03"):
         return data, None, None
     assert data[:1] == b"\x02", "unknown record tag"
     size = int.from_bytes(data[1:5], "big")
@@ -73,5 +129,5 @@ class Recipe:
     def of(cls, item: dict[str, Any]) -> Recipe:
         """The recipe of a snapshot item (its current record: ``u`` once updated, else ``rec``)."""
         record = bytes(item["u"]["B"]) if "u" in item else unpack_record(bytes(item["rec"]["B"]))[0]
-        refs, levels, ends, *_ = decompress(record)["r"]
+        refs, levels, ends, *_ = open_value(record)["r"]
         return cls(tuple((str(n), int(p)) for n, p in refs), tuple(levels), tuple(ends))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+import uuid
 from typing import Any
 
 import attrs
@@ -21,16 +23,24 @@ from genkit_sessions.dynamodb._codec import (
     diff,
     fold,
     join_parts,
+    open_hint,
+    open_record,
     pack_record,
+    pack_refs,
     plan_state,
+    seal,
+    sealed_hint,
+    sealed_record,
     split_parts,
     stored_list,
     stored_messages,
     strict_equal,
     unpack_record,
+    unpack_refs,
     wire_message,
 )
 from genkit_sessions.model.wire import from_wire
+from tests.dynamodb import layout
 
 json_scalars = (
     st.none()
@@ -266,7 +276,7 @@ def test_unpacking_bytes_that_are_no_record_raises_corrupt_data(data: bytes) -> 
         record, tag, blob = unpack_record(data)
     except CorruptData:
         return
-    if data[:1] == b"\x01":
+    if data[:1] in (b"\x01", b"\x03"):  # a record alone: compressed, or sealed
         assert (record, tag, blob) == (data, None, None)
     else:  # a well-formed packing, whatever it holds
         assert pack_record(record, tag or "", blob or b"") == data
@@ -467,3 +477,89 @@ def test_message_bytes_counted_in_slices_are_what_one_count_gives(wire: list[Any
 
     long = (wire * copies)[:700] if wire else []
     assert run_pure(_list_bytes_steps(long)) == _list_bytes(long)
+
+
+_OWNER = "0f3c1a2e-7d5b-4c9e-8a61-2b4d6f8e0a13"
+_snapshot_parts = st.one_of(
+    st.just(_OWNER),
+    st.uuids().map(str),
+    st.text(min_size=1, max_size=12).filter(lambda text: "\x1f" not in text),
+)
+_tags = st.one_of(
+    st.tuples(st.sampled_from("cdu"), st.binary(min_size=6, max_size=6)).map(lambda t: t[0] + t[1].hex()),
+    st.text(max_size=14).filter(lambda text: "\x1f" not in text),
+)
+_sealable_refs = st.lists(
+    st.tuples(st.tuples(_snapshot_parts, _tags).map("\x1f".join), st.integers(0, 2**40)), max_size=30
+).map(tuple)
+
+
+@given(_sealable_refs)
+def test_blob_references_packed_as_bytes_unpack_to_what_was_packed(refs: tuple[tuple[str, int], ...]) -> None:
+    assert unpack_refs(pack_refs(refs, _OWNER), _OWNER) == refs
+
+
+@given(st.binary(max_size=80))
+def test_bytes_that_are_no_packed_references_raise_corrupt_data_or_read_back_stably(data: bytes) -> None:
+    try:
+        refs = unpack_refs(data, _OWNER)
+    except CorruptData:
+        return
+    assert unpack_refs(pack_refs(refs, _OWNER), _OWNER) == refs
+
+
+def _recipe_of(refs: tuple[tuple[str, int], ...], grown_from: str = "") -> Recipe:
+    count = len(refs)
+    return Recipe(
+        refs,
+        tuple(sorted(range(count), reverse=True)),
+        tuple(range(2, 2 * count + 2, 2)),
+        tuple(range(100, 100 + count)),
+        tuple(range(7, 7 + count)),
+        grown_from,
+    )
+
+
+@given(_sealable_refs, st.sampled_from(["", "x\x1fu1"]))
+def test_a_sealed_record_and_read_hint_open_to_their_recipe_and_read_as_the_layout_documents(
+    refs: tuple[tuple[str, int], ...], grown_from: str
+) -> None:
+    recipe = _recipe_of(refs, grown_from)
+    envelope = {"snapshotId": _OWNER, "createdAt": "2026-12-07T00:00:00Z"}
+    record = sealed_record(envelope, recipe)
+    opened_envelope, opened = open_record(record)
+    assert opened_envelope == envelope and opened.to_json() == recipe.to_json()
+    assert layout.open_value(record)["r"] == recipe.to_json()  # the layout as docs/dynamodb.md spells it out
+    hint = sealed_hint(recipe, _OWNER)
+    assert open_hint(hint, _OWNER).hint_json() == recipe.hint_json()
+    assert layout.open_value(hint, _OWNER) == recipe.hint_json()
+
+
+def test_records_and_read_hints_written_before_seals_still_open() -> None:
+    recipe = _recipe_of((("a\x1fd1", 0), ("b\x1fc2", 3)))
+    envelope = {"snapshotId": "b"}
+    assert open_record(compress({"e": envelope, "r": recipe.to_json()})) == (envelope, recipe)
+    assert open_hint(compress(recipe.hint_json()), "b") == recipe
+
+
+def test_a_sealed_value_cut_short_or_miscounting_its_references_is_corrupt_data() -> None:
+    recipe = _recipe_of(((f"{_OWNER}\x1fd0123456789ab", 0), ("b\x1fc2", 3)))
+    record = sealed_record({"snapshotId": _OWNER}, recipe)
+    for damaged in (record[:3], record[:20], record[:-4]):
+        with pytest.raises(CorruptData):
+            open_record(damaged)
+    miscounted = seal(
+        {"e": {"snapshotId": _OWNER}, "r": _recipe_of(recipe.refs[:1]).to_json(sealed=True)}, recipe, _OWNER
+    )
+    with pytest.raises(CorruptData):
+        open_record(miscounted)
+
+
+def test_a_sealed_read_hint_of_a_long_chat_takes_fewer_bytes_than_its_json() -> None:
+    rng = random.Random(20)
+    refs = tuple(
+        (f"{uuid.UUID(int=rng.getrandbits(128), version=4)}\x1fc{rng.randbytes(6).hex()}", 0) for _ in range(20)
+    )
+    recipe = _recipe_of(refs)
+    leaf = refs[-1][0].partition("\x1f")[0]
+    assert len(sealed_hint(recipe, leaf)) <= len(compress(recipe.hint_json())) - 20 * 6

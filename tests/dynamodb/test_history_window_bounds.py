@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from genkit_sessions import ChatMemoryStore, InMemorySessionStore, Message, Role, SessionService, TextPart
-from genkit_sessions.dynamodb._codec import UNKNOWN, Recipe
+from genkit_sessions.dynamodb import _commit, _head
+from genkit_sessions.dynamodb._codec import UNKNOWN, Recipe, compress
 from genkit_sessions.stores.history_rules import message_bytes
 from tests.dynamodb.helpers import cold, noise
 from tests.dynamodb_backends import guard_of
@@ -130,8 +131,10 @@ def test_a_byte_bounded_window_over_blobs_written_before_message_sizes_were_reco
 ) -> None:
     dynamo, memory = make_dynamo(), InMemorySessionStore()
     with monkeypatch.context() as old_writer:  # recipes as a store wrote them before message sizes
-        old_writer.setattr(Recipe, "to_json", lambda self: _old_layout(self, 4))
-        old_writer.setattr(Recipe, "hint_json", lambda self: _old_layout(self, 3))
+        old_writer.setattr(
+            _commit, "sealed_record", lambda envelope, recipe: compress({"e": envelope, "r": _old_layout(recipe, 4)})
+        )
+        old_writer.setattr(_head, "sealed_hint", lambda recipe, leaf: compress(_old_layout(recipe, 3)))
         _chat(dynamo, 100)
     _chat(memory, 100)
     whole = sum(map(message_bytes, SessionService(memory).get_active_messages("s")))
