@@ -472,10 +472,14 @@ def session_record(engine: Engine, tenant: str, session_id: str) -> Steps[Sessio
     return (yield from record_of(engine, tenant, session_id, head))
 
 
-def record_of(engine: Engine, tenant: str, session_id: str, head: Head) -> Steps[SessionRecord | None]:
-    """The record a head holds; None for no live session."""
+def record_of(
+    engine: Engine, tenant: str, session_id: str, head: Head, now_ms: int | None = None
+) -> Steps[SessionRecord | None]:
+    """The record a head holds; None for no live session (at ``now_ms``: a write that just landed passes
+    the time it read before its request, so that no clock read follows a write it could fail)."""
     item = head.item
-    now_ms = engine.now_ms()
+    if now_ms is None:
+        now_ms = engine.now_ms()
     if item is None or not head.live(now_ms) or not (head.ids or "leaf" in item or "cyc" in item or "ca" in item):
         return None
     if "ca" in item:

@@ -211,7 +211,7 @@ def create_with_snapshots(
         if read.alive or read.deleting:  # expired, or a deletion stopped part-way: finish it, then create
             yield from delete_session(engine, tenant, session_id)
             continue
-        now = engine.stamp()
+        now, now_ms = engine.stamp(), engine.now_ms()
         first = rules.first_snapshots(session_id, snapshots, now)
         created = min(now, *(s.created_at for s in first))
         attributes, entries, expires = _record_attributes(
@@ -295,7 +295,7 @@ def create_with_snapshots(
         raise _kept_changing(engine, session_id)
     engine.see_head(tenant, session_id, None)
     engine.forget(tenant, set(ids))
-    found_record = yield from record_of(engine, tenant, session_id, Head.of(head["Put"]["Item"]))
+    found_record = yield from record_of(engine, tenant, session_id, Head.of(head["Put"]["Item"]), now_ms)
     if found_record is None:  # its ttl ran out already: what was written, as create_session reports it
         return _new_record(session_id, now, expires, metadata, ttl, sliding)
     return found_record
@@ -409,7 +409,8 @@ def set_metadata(engine: Engine, tenant: str, session_id: str, name: str, value:
     """V5: the head's metadata and the key's index entries, in one transaction on the head's version."""
     for _ in range(_ROUNDS):
         head = yield from read_head(engine, tenant, session_id)
-        record = yield from record_of(engine, tenant, session_id, head)
+        now_ms = engine.now_ms()
+        record = yield from record_of(engine, tenant, session_id, head, now_ms)
         if record is None or head.item is None or head.version is None:
             raise rules.session_not_found(session_id)
         old = record.metadata.get(name)
@@ -441,7 +442,7 @@ def set_metadata(engine: Engine, tenant: str, session_id: str, name: str, value:
                 continue  # another write moved the head: read it and apply the change to that
         engine.see_head(tenant, session_id, None)
         head = yield from read_head(engine, tenant, session_id)
-        found = yield from record_of(engine, tenant, session_id, head)
+        found = yield from record_of(engine, tenant, session_id, head, now_ms)
         if found is None:
             raise rules.session_not_found(session_id)
         return found

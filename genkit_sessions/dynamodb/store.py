@@ -28,7 +28,7 @@ from genkit_sessions.dynamodb._engine import Engine, Settings
 from genkit_sessions.dynamodb._errors import BACKEND_ERRORS, map_error
 from genkit_sessions.dynamodb._items import item_size
 from genkit_sessions.errors import GenkitError, Reason, Status
-from genkit_sessions.model.clock import Clock, check_clock, utc_now
+from genkit_sessions.model.clock import Clock, check_clock, guarded_clock, utc_now
 from genkit_sessions.model.ids import validate_id
 from genkit_sessions.model.types import Message, SessionSnapshot, SnapshotStatus
 from genkit_sessions.stores import session_rules as rules
@@ -71,8 +71,9 @@ class DynamoDBSessionStore:
     Options: ``tenant_of`` maps a request context to a tenant key (a key
     prefix; by default ``context["tenant"]``, else the default tenant);
     ``require_tenant=True`` refuses a context naming no tenant; ``clock`` is
-    the time source; ``checkpoint_every`` (5) is how many deltas a page folds,
-    and how many pages a page of the next level folds;
+    the time source (one that fails makes the call UNAVAILABLE, nothing written);
+    ``checkpoint_every`` (5) is how many deltas a page folds (a page of the
+    next level folds two pages);
     ``ttl`` gives every item of a session tree one expiry, counted from its root
     snapshot; ``orphan_ttl`` (1 day) is the expiry of blob parts written ahead of
     a commit; ``max_attempts`` (10) bounds retries of a contended save before
@@ -190,7 +191,7 @@ class DynamoDBSessionStore:
             Settings(
                 table=table_name,
                 tenant_of=tenant_of,
-                clock=clock,
+                clock=guarded_clock(clock),
                 checkpoint_every=checkpoint_every,
                 ttl=ttl,
                 orphan_ttl=orphan_ttl,
