@@ -1,7 +1,8 @@
 """The caller's clock failing at each of its reads during every write path of the DynamoDB store.
 
 A ``clock=`` function can fail (a time service down, a bug); the default one cannot. For each write path
-(the same paths the fault sweep breaks at every DynamoDB call), a clean run counts the clock's reads;
+(the paths the fault sweep breaks at every DynamoDB call, and four writes that stamp or judge a session
+record), a clean run of the blocking face counts the clock's reads;
 then, for every read, a test builds the same data on a fresh store, makes exactly that read raise, and
 checks that:
 
