@@ -40,6 +40,7 @@ from typing import Any
 import attrs
 
 from genkit_sessions.dynamodb._calls import PAUSE, Steps, run_pure
+from genkit_sessions.dynamodb._keys import SEP
 from genkit_sessions.model.frozen_json import strict_equal
 from genkit_sessions.model.types import Message, Messages, Role, SessionState, TextPart, slot_setter
 from genkit_sessions.model.wire import messages_from_wire, to_wire
@@ -52,6 +53,7 @@ __all__ = [
     "pack_refs",
     "open_record",
     "open_hint",
+    "read_hint",
     "PAGES_EVERY",
     "CorruptData",
     "Plan",
@@ -595,7 +597,6 @@ def is_update_blob(name: str) -> bool:
 
 # --- sealed values: a recipe's blob references as bytes ---------------------------------------
 
-SEP = "\x1f"
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _NONCE_TAG = re.compile(r"[a-z][0-9a-f]{12}")
 _OWNER, _UUID_FORM, _TEXT_FORM = 0, 1, 2  # how a reference names its snapshot (the flag byte's low bits)
@@ -724,6 +725,17 @@ def open_hint(data: bytes, leaf: str) -> Recipe:
     """A session head's read hint (``rc``) of its leaf ``leaf``."""
     hint, packed = _opened(data)
     return Recipe.from_json(hint, None if packed is None else unpack_refs(packed, leaf))
+
+
+def read_hint(head: dict[str, Any]) -> Recipe | None:
+    """The read hint of a head item that names a leaf; None when it has none, or one that does not decode
+    (the read then fetches the leaf's own record first)."""
+    if "rc" not in head:
+        return None
+    try:
+        return open_hint(bytes(head["rc"]["B"]), head["leaf"]["S"])
+    except CorruptData:
+        return None
 
 
 def sealed_record(envelope: Any, recipe: Recipe) -> bytes:

@@ -36,7 +36,7 @@ from genkit_sessions.dynamodb._codec import (
     CorruptData,
     Recipe,
     is_update_blob,
-    open_hint,
+    read_hint,
     stored_messages_steps,
     wire_message,
 )
@@ -194,12 +194,7 @@ def window(
     if item is None or not head.live(engine.now_ms()) or "leaf" not in item:
         return HistoryWindow((), False)
     leaf = item["leaf"]["S"]
-    hint: Recipe | None = None
-    if "rc" in item:
-        try:
-            hint = open_hint(bytes(item["rc"]["B"]), leaf)
-        except CorruptData:
-            hint = None
+    hint = read_hint(item)
     leaf_key = keys.snapshot_key(tenant, leaf)
     wanted = [leaf_key]
     first, sure = 0, True

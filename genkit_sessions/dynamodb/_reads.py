@@ -33,9 +33,9 @@ from genkit_sessions.dynamodb._codec import (
     fold,
     is_update_blob,
     join_parts,
-    open_hint,
     open_record,
     parse_inflated,
+    read_hint,
     stored_messages_steps,
     unpack_record,
     unpack_update,
@@ -375,12 +375,7 @@ def _leaf_of(engine: Engine, tenant: str, session_id: str, head: Head) -> Steps[
             )
         return None
     leaf = item["leaf"]["S"]
-    hint: Recipe | None = None
-    if "rc" in item:
-        try:
-            hint = open_hint(bytes(item["rc"]["B"]), leaf)
-        except CorruptData:
-            hint = None
+    hint = read_hint(item)
     wanted = [keys.snapshot_key(tenant, leaf)]
     if hint is not None and not engine.recall(tenant, leaf, hint)[0]:
         wanted += part_keys(tenant, session_id, hint)

@@ -33,12 +33,13 @@ import attrs
 import pytest
 
 from genkit_sessions.dynamodb.local import LocalDynamoDB
-from tests.dynamodb.helpers import cold, left_behind, parts_left_forever
+from tests.dynamodb.helpers import cold, parts_left_forever
 from tests.dynamodb.write_paths import (
     PATHS,
     Operation,
     Path,
     StoreFactory,
+    assert_rerun_reads_as_after,
     differences,
     drop,
     fresh,
@@ -207,9 +208,6 @@ def test_a_task_cancelled_at_any_request_of_a_write_reads_as_before_or_after_and
             )
 
         asyncio.run(operation.arun())
-        rerun = observe(store, path, operation)
-        assert rerun == reference.after, differences(rerun, reference.after)
-        if path.deletes:
-            assert left_behind(store) == [], "the deletion left items behind"
+        assert_rerun_reads_as_after(store, path, operation, reference.after)
     finally:
         drop(store)

@@ -37,7 +37,6 @@ from tests.dynamodb.helpers import (
     Answering,
     cold,
     hidden_items_unlisted,
-    left_behind,
     parts_left_forever,
     save_new,
     state_of,
@@ -47,6 +46,7 @@ from tests.dynamodb.write_paths import (
     Operation,
     Path,
     Reference,
+    assert_rerun_reads_as_after,
     differences,
     drop,
     fresh,
@@ -234,9 +234,6 @@ def test_a_clock_failing_at_any_read_of_a_write_is_unavailable_and_reads_as_befo
 
         clock.fail_at = None
         _run(operation, face)
-        rerun = observe(store, path, operation)
-        assert rerun == reference.after, differences(rerun, reference.after)
-        if path.deletes:
-            assert left_behind(store) == [], "the deletion left items behind"
+        assert_rerun_reads_as_after(store, path, operation, reference.after)
     finally:
         drop(store)

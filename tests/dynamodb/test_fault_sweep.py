@@ -29,12 +29,13 @@ import attrs
 import pytest
 
 from genkit_sessions import GenkitError, Status
-from tests.dynamodb.helpers import cold, hidden_items_unlisted, inject_fault, left_behind, parts_left_forever
+from tests.dynamodb.helpers import cold, hidden_items_unlisted, inject_fault, parts_left_forever
 from tests.dynamodb.write_paths import (
     PATHS,
     Path,
     Reference,
     StoreFactory,
+    assert_rerun_reads_as_after,
     clean_run,
     differences,
     drop,
@@ -133,9 +134,6 @@ def test_a_fault_at_any_call_of_a_write_reads_as_before_or_after_and_a_rerun_fin
             operation.run()
         except GenkitError as exc:
             pytest.fail(f"the rerun without a fault failed: {exc}")
-        rerun = observe(store, path, operation)
-        assert rerun == reference.after, differences(rerun, reference.after)
-        if path.deletes:
-            assert left_behind(store) == [], "the deletion left items behind"
+        assert_rerun_reads_as_after(store, path, operation, reference.after)
     finally:
         drop(store)

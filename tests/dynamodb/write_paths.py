@@ -30,7 +30,7 @@ from genkit_sessions import (
 )
 from genkit_sessions.dynamodb import DynamoDBSessionStore
 from genkit_sessions.stores.protocol import CallOptions, SessionRecord
-from tests.dynamodb.helpers import cold, noise, save_new, six_megabytes, state_of
+from tests.dynamodb.helpers import cold, left_behind, noise, save_new, six_megabytes, state_of
 from tests.dynamodb_backends import client_error, guard_of
 
 StoreFactory = Any
@@ -505,6 +505,16 @@ def observe(store: DynamoDBSessionStore, path: Path, operation: Operation | None
 def _blank_record(record: SessionRecord | None) -> SessionRecord | None:
     """A record with its timestamps blanked (two runs stamp different ones)."""
     return None if record is None else attrs.evolve(record, created_at="", updated_at="")
+
+
+def assert_rerun_reads_as_after(
+    store: DynamoDBSessionStore, path: Path, operation: Operation, after: dict[str, Any]
+) -> None:
+    """After a rerun that finished: the store reads as after the operation, and a deletion left nothing."""
+    rerun = observe(store, path, operation)
+    assert rerun == after, differences(rerun, after)
+    if path.deletes:
+        assert left_behind(store) == [], "the deletion left items behind"
 
 
 def live(view: dict[str, Any], operation: Operation) -> set[str]:
